@@ -1,0 +1,3 @@
+fn main() {
+    println!("netperf-driver 0.1.0");
+}

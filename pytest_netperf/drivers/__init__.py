@@ -1,0 +1,1 @@
+"""Load drivers: each runs a :class:`LoadShape` against a URL and returns a RoundResult."""

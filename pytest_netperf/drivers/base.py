@@ -1,0 +1,71 @@
+"""The driver interface shared by the Rust and Locust drivers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional, Protocol
+
+from ..results import RoundResult
+
+
+@dataclass(frozen=True)
+class LoadShape:
+    """What load to apply in one round.
+
+    ``rate`` set means open-loop constant (or Poisson) arrivals, measured from the
+    intended send time; ``rate`` unset means closed-loop with ``connections`` workers.
+    """
+
+    connections: int = 1
+    rate: Optional[float] = None
+    duration_s: float = 5.0
+    warmup_s: float = 1.0
+    timeout_s: float = 5.0
+    threads: Optional[int] = None
+    method: str = "GET"
+    headers: tuple[tuple[str, str], ...] = ()
+    body_size: int = 0
+    arrival: str = "constant"
+    new_connection_per_request: bool = False
+    interval_s: float = 1.0
+    extra: dict = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def mode(self) -> str:
+        """``"open"`` for a rate-driven shape, ``"closed"`` otherwise."""
+        return "open" if self.rate else "closed"
+
+    def describe(self) -> str:
+        """Short human description, e.g. ``c=100 closed 5s``."""
+        load = f"{self.rate:g} rps open" if self.rate else f"c={self.connections} closed"
+        return f"{load} {self.duration_s:g}s (+{self.warmup_s:g}s warmup)"
+
+
+class Driver(Protocol):
+    """Anything that can measure one round."""
+
+    name: str
+
+    def run(self, url: str, shape: LoadShape) -> RoundResult:
+        """Measure ``url`` under ``shape``; raise DriverError when nothing could be measured."""
+        ...
+
+
+@dataclass
+class CommandOutcome:
+    """What running the driver command produced."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+class CommandRunner(Protocol):
+    """Runs a driver command somewhere: on the host, or in a container on a topology network."""
+
+    #: Human description of where the command runs, for reports (e.g. ``host``).
+    where: str
+
+    def run(self, argv: list[str], timeout_s: float) -> CommandOutcome:
+        """Run ``argv`` (argv[0] is the driver binary name) and wait at most ``timeout_s``."""
+        ...

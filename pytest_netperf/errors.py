@@ -1,0 +1,39 @@
+"""Exceptions shared by the core. None of them import pytest."""
+
+from __future__ import annotations
+
+
+class NetperfError(Exception):
+    """Base class for every error pytest-netperf raises on purpose."""
+
+
+class BudgetSyntaxError(NetperfError):
+    """A budget string does not parse; the message names the text and the problem."""
+
+
+class DriverNotFoundError(NetperfError):
+    """The driver binary or tool is not installed; the message says how to install it."""
+
+
+class DriverError(NetperfError):
+    """The driver ran but could not measure (bad flags, unreachable target, crash)."""
+
+
+class InvalidMeasurement(NetperfError):
+    """A round was measured but must not be judged (saturated driver, errors, …)."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class BaselineError(NetperfError):
+    """A baseline file is corrupt, of an unknown version, or cannot be written."""
+
+
+class RuntimeUnavailable(NetperfError):
+    """The Docker daemon (or another runtime) is missing or stopped."""
+
+
+class ImageMissingError(NetperfError):
+    """A container image needed by a topology is absent; names the image and the fix."""
