@@ -1,0 +1,100 @@
+"""Builders for the seed scenarios: each returns a validated Topology."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from .model import Node, Target, Topology
+
+ECHO_PORT = 8080
+GATEWAY_PORT = 8000
+BALANCER_PORT = 8080
+ENVOY_INBOUND_PORT = 15006
+ENVOY_OUTBOUND_PORT = 15001
+ECHO_SERVICE_ALIAS = "echo-svc"
+
+
+def _validated(topology: Topology) -> Topology:
+    topology.validate()
+    return topology
+
+
+def echo_topology(replicas: int = 1, delay: str | None = None) -> Topology:
+    """Echo servers alone. One replica is node ``echo``; more are ``echo-1..N``
+    sharing the alias ``echo-svc``. Target ``direct`` is the (first) echo server;
+    ``delay`` (e.g. ``"2ms"``) goes into the target path as the echo server's
+    ``?delay=`` query parameter, so each answer waits that long."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be >= 1, got {replicas}")
+    if replicas == 1:
+        nodes: tuple[Node, ...] = (Node("echo", "echo", ECHO_PORT),)
+    else:
+        nodes = tuple(Node(f"echo-{i}", "echo", ECHO_PORT, aliases=(ECHO_SERVICE_ALIAS,))
+                      for i in range(1, replicas + 1))
+    path = f"/?delay={delay}" if delay else "/"
+    return _validated(Topology(f"echo-x{replicas}", nodes,
+                               (Target("direct", nodes[0].name, ECHO_PORT, path=path),)))
+
+
+def gateway_topology(kind: Literal["nginx", "kong"], workers: int = 1,
+                     upstream_keepalive: bool = True) -> Topology:
+    """Echo behind one API gateway node ``gw`` (nginx or Kong). Targets: ``direct``
+    (the echo server) and ``gateway``. ``upstream_keepalive=False`` is the sample
+    regression: the gateway opens a new upstream connection per request."""
+    if kind not in ("nginx", "kong"):
+        raise ValueError(f"gateway kind must be 'nginx' or 'kong', got {kind!r}")
+    if workers < 1:
+        raise ValueError(f"workers must be >= 1, got {workers}")
+    echo = Node("echo", "echo", ECHO_PORT)
+    gateway = Node("gw", kind, GATEWAY_PORT, upstreams=("echo",),
+                   params={"workers": workers, "upstream_keepalive": upstream_keepalive})
+    suffix = "" if upstream_keepalive else "-no-upstream-keepalive"
+    return _validated(Topology(
+        f"gateway-{kind}-w{workers}{suffix}", (echo, gateway),
+        (Target("direct", "echo", ECHO_PORT), Target("gateway", "gw", GATEWAY_PORT))))
+
+
+def sidecar_chain_topology(sidecars: bool) -> Topology:
+    """Services ``svc-a`` and ``svc-b`` calling each other, optionally each with an
+    Envoy sidecar in its pod. Target: ``entry``; the call depth is chosen per request
+    with the echo server's ``?depth=N`` query parameter."""
+    peers = {"svc-a": "svc-b", "svc-b": "svc-a"}
+    nodes: list[Node] = []
+    for app, peer in peers.items():
+        if sidecars:
+            nodes.append(Node(app, "echo", ECHO_PORT, upstreams=(f"{app}-proxy",),
+                              params={"next_url": f"http://127.0.0.1:{ENVOY_OUTBOUND_PORT}"}))
+        else:
+            nodes.append(Node(app, "echo", ECHO_PORT, upstreams=(peer,),
+                              params={"next_url": f"http://{peer}:{ECHO_PORT}"}))
+    if sidecars:
+        nodes += [Node(f"{app}-proxy", "envoy", ENVOY_INBOUND_PORT,
+                       upstreams=(app, f"{peer}-proxy"), pod_of=app,
+                       extra_ports=(ENVOY_OUTBOUND_PORT,))
+                  for app, peer in peers.items()]
+    entry_port = ENVOY_INBOUND_PORT if sidecars else ECHO_PORT
+    name = "sidecar-chain" if sidecars else "plain-chain"
+    return _validated(Topology(name, tuple(nodes), (Target("entry", "svc-a", entry_port),)))
+
+
+def access_modes_topology(replicas: int = 3) -> Topology:
+    """Echo replicas ``echo-1..N`` (alias ``echo-svc``) reached five ways: ``link``
+    (address), ``dns`` (name, driver in-network), ``discovery`` (HAProxy resolving
+    ``echo-svc`` through Docker DNS), ``l7`` (HAProxy http) and ``l4`` (HAProxy tcp)."""
+    if replicas < 1:
+        raise ValueError(f"replicas must be >= 1, got {replicas}")
+    echoes = tuple(Node(f"echo-{i}", "echo", ECHO_PORT, aliases=(ECHO_SERVICE_ALIAS,))
+                   for i in range(1, replicas + 1))
+    backends = tuple(e.name for e in echoes)
+    balancers = (
+        Node("discovery", "haproxy", BALANCER_PORT, upstreams=backends,
+             params={"mode": "http", "discover": ECHO_SERVICE_ALIAS}),
+        Node("l7", "haproxy", BALANCER_PORT, upstreams=backends, params={"mode": "http"}),
+        Node("l4", "haproxy", BALANCER_PORT, upstreams=backends, params={"mode": "tcp"}),
+    )
+    targets = (
+        Target("link", "echo-1", ECHO_PORT),
+        Target("dns", "echo-1", ECHO_PORT, via_dns=True),
+        *(Target(b.name, b.name, BALANCER_PORT) for b in balancers),
+    )
+    return _validated(Topology(f"access-modes-x{replicas}", echoes + balancers, targets))
