@@ -1,0 +1,87 @@
+"""Round results built from real HdrHistograms, for the baseline, report and CLI tests.
+
+The latencies are synthetic (seeded lognormal samples) but go through the same
+HdrHistogram encoding the driver uses, so decoding and percentiles are exercised.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import random
+import statistics
+
+from hdrh.histogram import HdrHistogram
+
+from pytest_netperf.results import ClientHealth, LatencySummary, RoundResult
+
+
+def latency_summary(median_ns: float, samples: int = 500, seed: int = 1) -> LatencySummary:
+    """A summary whose numbers come from a real histogram of lognormal samples."""
+    return dataclasses.replace(_cached_summary(median_ns, samples, seed))
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_summary(median_ns: float, samples: int, seed: int) -> LatencySummary:
+    # Recording in pure Python is slow; the same inputs always give the same summary.
+    rng = random.Random(seed)
+    histogram = HdrHistogram(1_000, 60_000_000_000, 3)
+    values = [int(median_ns * rng.lognormvariate(0.0, 0.35)) for _ in range(samples)]
+    for value in values:
+        histogram.record_value(value)
+    # (hdrh's own mean/stdev walk every bucket in Python: slow; the samples are at hand.)
+    return LatencySummary(
+        count=histogram.get_total_count(),
+        min_ns=float(min(values)),
+        mean_ns=float(statistics.fmean(values)),
+        max_ns=float(max(values)),
+        stdev_ns=float(statistics.pstdev(values)),
+        p50_ns=float(histogram.get_value_at_percentile(50)),
+        p90_ns=float(histogram.get_value_at_percentile(90)),
+        p99_ns=float(histogram.get_value_at_percentile(99)),
+        p999_ns=float(histogram.get_value_at_percentile(99.9)),
+        histogram=histogram.encode().decode("ascii"),
+    )
+
+
+def make_round(
+    rps: float = 10_000.0,
+    median_ns: float = 500_000.0,
+    errors: int = 0,
+    seed: int = 1,
+    url: str = "http://127.0.0.1:8080/",
+) -> RoundResult:
+    """One closed-loop round of ``rps`` responses/s over 5 s."""
+    requests = int(rps * 5)
+    return RoundResult(
+        driver="rust",
+        target=url,
+        mode="closed",
+        duration_s=5.0,
+        requested_rps=None,
+        achieved_rps=rps,
+        requests=requests,
+        ok=requests - errors,
+        non_2xx=errors,
+        status_codes={"200": requests - errors, **({"504": errors} if errors else {})},
+        errors={},
+        sockets_opened=100,
+        reconnects=0,
+        bytes_sent=requests * 80,
+        bytes_received=requests * 200,
+        latency=latency_summary(median_ns, seed=seed),
+        client=ClientHealth(cpu_util=0.4, threads=2),
+        connections=100,
+        driver_version="0.1.0",
+        config={"url": url, "mode": "closed", "connections": 100},
+    )
+
+
+def make_rounds(
+    n: int, rps: float = 10_000.0, median_ns: float = 500_000.0, seed: int = 1
+) -> list[RoundResult]:
+    """``n`` rounds with slightly different throughput and latency."""
+    return [
+        make_round(rps=rps * (1 + 0.01 * (i % 3 - 1)), median_ns=median_ns, seed=seed + i)
+        for i in range(n)
+    ]
