@@ -116,6 +116,7 @@ class Gate:
         default_driver: Optional[str] = None,
         baseline_lookup: Optional[BaselineLookup] = None,
         progress: Optional[ProgressFn] = None,
+        notes: Optional[list[str]] = None,
     ) -> None:
         self.test_id = test_id
         self.budgets = list(budgets)
@@ -125,6 +126,8 @@ class Gate:
         self._baseline_lookup = baseline_lookup
         self._progress = progress or (lambda _msg: None)
         self.measurements: list[Measurement] = []
+        #: Test-level notes (fingerprint warnings, baseline writes) shown with every outcome.
+        self.notes: list[str] = list(notes or [])
         self._started = time.monotonic()
         self.implicit_error_budget = not any(b.metric in ERROR_METRICS for b in self.budgets)
 
@@ -140,6 +143,11 @@ class Gate:
         **shape_args: Any,
     ) -> Measurement:
         """Measure one target in rounds; returns the measurement (rounds included)."""
+        needs_ref = [b.text for b in self.budgets if b.comparison == "reference"]
+        if needs_ref:
+            raise NetperfError(
+                f"budget {needs_ref[0]!r} compares with a reference: use netperf.compare(candidate, reference)"
+            )
         shape = self._shape(shape_args)
         cand = self._series("candidate", target, shape, driver)
         m = self._new_measurement(key, cand, None, hops)
@@ -236,12 +244,6 @@ class Gate:
                 key = f"hops={hops}"
         if any(m.key == key for m in self.measurements):
             raise ValueError(f"measurement key {key!r} used twice in {self.test_id}; pass key=...")
-        if ref is None:
-            needs_ref = [b.text for b in self.budgets if b.comparison == "reference"]
-            if needs_ref:
-                raise NetperfError(
-                    f"budget {needs_ref[0]!r} compares with a reference: use netperf.compare(candidate, reference)"
-                )
         m = Measurement(key=key, candidate=cand, reference=ref, hops=hops)
         self.measurements.append(m)
         return m
@@ -319,6 +321,7 @@ class Gate:
                 looks=looks,
                 look_index=look,
                 hops=m.hops if b.per_hop else None,
+                attempts=[float(r.ok + r.error_count) for r in m.candidate.rounds] if b.metric == "error_rate" else None,
             )
         return out
 
@@ -358,9 +361,9 @@ class Gate:
                 o.notes.append(f"{error_note}; no errors are allowed unless a budget says so (e.g. 'error_rate <= 1%')")
             outcomes.append(o)
         if self.implicit_error_budget and error_note:
-            implicit = Budget.parse("errors == 0") if hasattr(Budget, "parse") else None
-            if implicit is not None:
-                cand_errors = m.candidate.values("errors")
-                v = stats.evaluate(implicit, cand_errors, confidence=self.settings.confidence)
-                outcomes.append(BudgetOutcome(self.test_id, m.key, implicit, v.status, v, [error_note + " (implicit budget)"], "absolute"))
+            implicit = Budget.parse("errors == 0")
+            v = stats.evaluate(implicit, m.candidate.values("errors"), confidence=self.settings.confidence)
+            outcomes.append(BudgetOutcome(self.test_id, m.key, implicit, v.status, v, [error_note + " (implicit budget)"], "absolute"))
+        for o in outcomes:
+            o.notes.extend(self.notes)
         return outcomes

@@ -13,7 +13,7 @@ import pytest
 from .budget import Budget
 from .errors import BudgetSyntaxError, InvalidMeasurement, NetperfError
 from .gate import Gate, GateFailure, GateSettings
-from .session import NetperfSession, budgets_from_marker, measurement_summary, outcome_row
+from .session import NetperfSession, budgets_from_marker, measurement_summary, outcome_row, series_name
 from .settings import Settings
 
 MARKER = "netperf"
@@ -23,57 +23,84 @@ MARKER_HELP = (
 )
 STASH_GATE = pytest.StashKey[Gate]()
 STASH_BUDGETS = pytest.StashKey[list]()
+STASH_OUTCOMES = pytest.StashKey[list]()
+STASH_INVALID = pytest.StashKey[str]()
 
-# (option suffix, ini name or None, kwargs)
-_OPTIONS: list[tuple[str, Optional[str], dict[str, Any]]] = [
-    ("baseline-dir", "netperf_baseline_dir", {"help": "where baselines live (default .netperf)"}),
-    ("update-baseline", None, {"action": "store_true", "default": None, "help": "write this run's results as the new baselines"}),
-    ("runtime", "netperf_runtime", {"help": "runtime for topologies: docker (default) or local"}),
-    ("driver", "netperf_driver", {"help": "load driver: rust (default) or locust"}),
-    ("rounds", "netperf_rounds", {"help": "rounds per target before a verdict (default 5)"}),
-    ("max-rounds", "netperf_max_rounds", {"help": "rounds at most while a budget is inconclusive (default 15)"}),
-    ("duration", "netperf_round_duration", {"help": "seconds per round (default 5)"}),
-    ("warmup", "netperf_warmup", {"help": "warmup seconds per round, excluded (default 1)"}),
-    ("confidence", "netperf_confidence", {"help": "confidence level of intervals (default 0.95)"}),
-    ("inconclusive", "netperf_inconclusive", {"help": "final INCONCLUSIVE: fail (default), warn or pass"}),
-    ("fingerprint-mismatch", "netperf_fingerprint_mismatch", {"help": "baseline from another machine: warn (default) or fail"}),
-    ("json", "netperf_json", {"help": "write machine-readable results to PATH"}),
-    ("markdown", "netperf_markdown", {"help": "write a pull-request comment (markdown) to PATH"}),
-    ("report-dir", "netperf_report_dir", {"help": "directory for plots (default .netperf-report)"}),
-    ("calibrate", None, {"action": "store_true", "default": None, "help": "A/A run: measure each reference against itself and store the noise floor"}),
-    ("locust-workers", "netperf_locust_workers", {"help": "Locust worker processes on this machine (0: single process)"}),
-    ("image", "netperf_images", {"action": "append", "help": "image for a role, ROLE=IMAGE (repeatable)"}),
+# (option suffix, Settings field, ini name or None, argparse kwargs)
+_OPTIONS: list[tuple[str, Optional[str], Optional[str], dict[str, Any]]] = [
+    ("baseline-dir", "baseline_dir", "netperf_baseline_dir", {"help": "where baselines live (default .netperf, relative to the rootdir)"}),
+    ("update-baseline", "update_baseline", None, {"action": "store_true", "default": None, "help": "write this run's results as the new baselines"}),
+    ("runtime", "runtime", "netperf_runtime", {"help": "runtime for topologies: docker (default)"}),
+    ("driver", "driver", "netperf_driver", {"help": "load driver: rust (default) or locust"}),
+    ("rounds", "rounds_min", "netperf_rounds", {"help": "rounds per target before the first verdict (default 5)"}),
+    ("max-rounds", "rounds_max", "netperf_max_rounds", {"help": "rounds at most while a budget is inconclusive (default 15)"}),
+    ("duration", "round_duration_s", "netperf_round_duration", {"help": "seconds per round (default 5)"}),
+    ("warmup", "warmup_s", "netperf_warmup", {"help": "warmup seconds per round, excluded from results (default 1)"}),
+    ("confidence", "confidence", "netperf_confidence", {"help": "confidence level of the intervals (default 0.95)"}),
+    ("inconclusive", "inconclusive", "netperf_inconclusive", {"help": "what a final INCONCLUSIVE does: fail (default), warn or pass"}),
+    ("fingerprint-mismatch", "fingerprint_mismatch", "netperf_fingerprint_mismatch", {"help": "baseline measured on another machine: warn (default) or fail"}),
+    ("json", "json_path", "netperf_json", {"help": "write machine-readable results to PATH"}),
+    ("markdown", "markdown_path", "netperf_markdown", {"help": "write a pull-request comment (markdown) to PATH"}),
+    ("report-dir", "report_dir", "netperf_report_dir", {"help": "write PNG plots under DIR"}),
+    ("calibrate", "calibrate", None, {"action": "store_true", "default": None, "help": "A/A run: measure each reference against itself and store the noise floor"}),
+    ("locust-workers", "locust_workers", "netperf_locust_workers", {"help": "Locust worker processes on this machine (0: one process)"}),
+    ("image", None, "netperf_images", {"action": "append", "help": "container image for a role, ROLE=IMAGE (repeatable; ini: one per line)"}),
 ]
+_PATH_SETTINGS = ("baseline_dir", "json_path", "markdown_path", "report_dir")
+
+
+def _dest(suffix: str) -> str:
+    return "netperf_" + suffix.replace("-", "_")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("netperf", "network performance gates (pytest-netperf)")
-    for suffix, ini, kwargs in _OPTIONS:
-        dest = "netperf_" + suffix.replace("-", "_")
-        group.addoption(f"--netperf-{suffix}", dest=dest, **kwargs)
+    for suffix, _field, ini, kwargs in _OPTIONS:
+        group.addoption(f"--netperf-{suffix}", dest=_dest(suffix), **kwargs)
         if ini:
             parser.addini(ini, kwargs["help"], type="linelist" if suffix == "image" else "string")
 
 
 def _settings_from_config(config: pytest.Config) -> Settings:
     raw: dict[str, Any] = {}
-    for suffix, ini, _ in _OPTIONS:
-        dest = "netperf_" + suffix.replace("-", "_")
-        value = config.getoption(dest)
+    for suffix, field, ini, _ in _OPTIONS:
+        if field is None:
+            continue
+        value = config.getoption(_dest(suffix))
+        from_ini = False
         if value is None and ini:
             value = config.getini(ini) or None
-        if value is not None:
-            raw[suffix.replace("-", "_")] = value
+            from_ini = value is not None
+        if value is None:
+            continue
+        if field in _PATH_SETTINGS and from_ini and config.inipath is not None:
+            value = config.inipath.parent / str(value)  # ini paths are relative to the ini file
+        raw[field] = value
+    raw.setdefault("baseline_dir", config.rootpath / ".netperf")
     try:
         return Settings.from_mapping(raw)
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-netperf: {exc}") from exc
 
 
+def image_overrides(config: pytest.Config) -> dict[str, str]:
+    """ROLE=IMAGE pairs from ``--netperf-image`` and the ``netperf_images`` ini key."""
+    pairs = list(config.getini("netperf_images") or []) + list(config.getoption("netperf_image") or [])
+    out: dict[str, str] = {}
+    for pair in pairs:
+        role, sep, image = pair.partition("=")
+        if not sep or not role.strip() or not image.strip():
+            raise pytest.UsageError(f"pytest-netperf: --netperf-image expects ROLE=IMAGE, got {pair!r}")
+        out[role.strip()] = image.strip()
+    return out
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     settings = _settings_from_config(config)
-    config.pluginmanager.register(NetperfPlugin(config, settings), "netperf-session")
+    plugin = NetperfPlugin(config, settings)
+    plugin.images = image_overrides(config)
+    config.pluginmanager.register(plugin, "netperf-session")
     from . import docker_fixtures
 
     if not config.pluginmanager.has_plugin("netperf-docker-fixtures"):
@@ -104,6 +131,7 @@ class NetperfPlugin:
         self.config = config
         self.settings = settings
         self.session = NetperfSession(settings)
+        self.images: dict[str, str] = {}
         self._store = None
 
     # ----------------------------------------------------------------- collection
@@ -149,8 +177,12 @@ class NetperfPlugin:
         baseline = None
         notes: list[str] = []
         if any(b.comparison == "baseline" for b in budgets):
-            baseline = self.store.load(item.nodeid)  # BaselineError propagates: names the file
-        lookup = (lambda key, label, metric: baseline.values(key, label, metric)) if baseline is not None else None
+            baseline = self.store.load(item.nodeid)  # a corrupt file raises BaselineError naming it
+            if baseline is not None:
+                notes.extend(self._fingerprint_notes(baseline))
+        lookup = None
+        if baseline is not None:
+            lookup = lambda key, label, metric: baseline.values(series_name(key, label), metric)  # noqa: E731
         gate = Gate(
             item.nodeid,
             budgets,
@@ -159,10 +191,20 @@ class NetperfPlugin:
             default_driver=kwargs.get("driver") or s.driver,
             baseline_lookup=lookup,
             progress=self._progress,
+            notes=notes,
         )
-        gate.baseline = baseline  # type: ignore[attr-defined]
-        gate.notes = notes  # type: ignore[attr-defined]
         return gate
+
+    def _fingerprint_notes(self, baseline: Any) -> list[str]:
+        from .fingerprint import compare_fingerprints, machine_fingerprint
+
+        diffs = compare_fingerprints(baseline.fingerprint, machine_fingerprint())
+        if not diffs:
+            return []
+        text = "baseline measured on a different machine: " + "; ".join(diffs)
+        if self.settings.fingerprint_mismatch == "fail":
+            raise NetperfError(text + " (--netperf-fingerprint-mismatch=fail)")
+        return [text]
 
     def _driver_factory(self, kwargs: dict[str, Any]):  # noqa: ANN202
         settings = self.settings
@@ -214,14 +256,21 @@ class NetperfPlugin:
         return result
 
     def _after_gate(self, item: pytest.Item, gate: Gate, outcomes: list) -> None:
-        from .baseline import baseline_from_gate
+        from .baseline_model import Baseline, SeriesRecord
+        from .fingerprint import machine_fingerprint
 
-        record = baseline_from_gate(gate)
+        series = {series_name(m.key, sr.label): SeriesRecord.from_measured(sr) for m in gate.measurements for sr in m.series()}
+        record = Baseline.new(item.nodeid, series, machine_fingerprint(), repo_dir=self.config.rootpath)
         self.store.save_pending(record)
         if self.settings.update_baseline:
-            self.store.save(record)
+            path = self.store.save(record)
+            gate.notes.append(f"baseline written: {path}")
+        if self.settings.report_dir:
+            from .plots import write_plots
+
+            write_plots(Path(self.settings.report_dir), item.nodeid, {n: r.rounds for n, r in series.items()})
         for o in outcomes:
-            item.user_properties.append((f"netperf:{o.budget.text}", o.status))
+            item.user_properties.append((f"netperf:{o.budget.text}", str(o.status)))
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Iterator[Any]:
@@ -261,9 +310,6 @@ def _invalid_row(test_id: str, budget: str, reason: str) -> dict[str, Any]:
         "verdict": "INVALID", "rounds": 0, "notes": [reason], "driver": "", "where": "", "raw": {},
     }
 
-
-STASH_OUTCOMES = pytest.StashKey[list]()
-STASH_INVALID = pytest.StashKey[str]()
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ controller on the test reports (see plugin.py) and are reported there.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
@@ -15,36 +14,9 @@ from typing import Any, Iterable, Optional, Sequence
 from .budget import Budget
 from .gate import BudgetOutcome, Gate, Measurement
 
-NS_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
-
-
-def format_ns(value: float) -> str:
-    """Format nanoseconds with a readable unit (``1.23 ms``)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    for scale, unit in NS_UNITS:
-        if abs(value) >= scale or unit == "ns":
-            return f"{value / scale:.3g} {unit}"
-    return f"{value:.0f} ns"
-
-
-def format_metric(budget: Budget, value: Optional[float]) -> str:
-    """Format an estimate in the budget's own terms (%, x, ms, rps …)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    form = getattr(budget, "form", "value")
-    metric = budget.metric
-    if form == "loss":
-        return f"{value * 100:.1f}%"
-    if form == "ratio":
-        return f"{value:.3f}x"
-    if metric in ("rps",):
-        return f"{value:,.0f} rps"
-    if metric == "error_rate":
-        return f"{value * 100:.2f}%"
-    if metric in ("errors", "sockets"):
-        return f"{value:,.0f}"
-    return format_ns(value)
+def series_name(measurement_key: str, label: str) -> str:
+    """Name of a measured series in baselines and plots (``candidate``, ``hops=3/reference``)."""
+    return label if measurement_key == "default" else f"{measurement_key}/{label}"
 
 
 def outcome_row(outcome: BudgetOutcome, gate: Gate) -> dict[str, Any]:
@@ -55,8 +27,8 @@ def outcome_row(outcome: BudgetOutcome, gate: Gate) -> dict[str, Any]:
     measured = ""
     raw: dict[str, Any] = {}
     if v is not None:
-        measured = format_metric(outcome.budget, v.estimate)
-        interval = f"[{format_metric(outcome.budget, v.ci_low)}, {format_metric(outcome.budget, v.ci_high)}]"
+        measured = outcome.budget.format_value(v.estimate)
+        interval = f"[{outcome.budget.format_value(v.ci_low)}, {outcome.budget.format_value(v.ci_high)}]"
         raw = {
             "estimate": v.estimate,
             "ci_low": v.ci_low,
@@ -64,7 +36,8 @@ def outcome_row(outcome: BudgetOutcome, gate: Gate) -> dict[str, Any]:
             "threshold": v.threshold,
             "p_value": v.p_value,
             "method": v.method,
-            "mde": getattr(v, "mde", None),
+            "mde": v.mde,
+            "exact": v.exact,
         }
     ref = outcome.reference_label
     if ref == "reference" and m.reference is not None:
@@ -127,7 +100,11 @@ class NetperfSession:
         """Annotate rows with session-wide Holm-adjusted p-values (reported, not enforced)."""
         from .stats import holm_adjust
 
-        idx = [i for i, r in enumerate(self.rows) if r.get("raw", {}).get("p_value") is not None]
+        idx = [
+            i
+            for i, r in enumerate(self.rows)
+            if r.get("raw", {}).get("p_value") is not None and not r["raw"].get("exact")
+        ]
         if len(idx) < 2:
             return
         adjusted = holm_adjust([self.rows[i]["raw"]["p_value"] for i in idx])
@@ -139,7 +116,7 @@ class NetperfSession:
         from . import report
 
         written: list[Path] = []
-        rows = [report.ReportRow.from_dict(r) if hasattr(report.ReportRow, "from_dict") else r for r in self.rows]
+        rows = [report.ReportRow.from_dict(r) for r in self.rows]
         if self.settings.json_path:
             path = Path(self.settings.json_path)
             report.write_json(rows, self.results, path)
@@ -148,7 +125,7 @@ class NetperfSession:
         if self.settings.markdown_path:
             md = report.markdown(rows)
             path = Path(self.settings.markdown_path)
-            report.write_markdown(rows, path) if _takes_rows(report.write_markdown) else path.write_text(md)
+            report.write_markdown(rows, path)
             written.append(path)
         if self.rows:
             report.append_github_step_summary(md or report.markdown(rows))
@@ -158,17 +135,7 @@ class NetperfSession:
         """The summary table for the terminal."""
         from . import report
 
-        rows = [report.ReportRow.from_dict(r) if hasattr(report.ReportRow, "from_dict") else r for r in self.rows]
-        return report.terminal_table(rows)
-
-
-def _takes_rows(fn: Any) -> bool:
-    import inspect
-
-    try:
-        return len(inspect.signature(fn).parameters) >= 2
-    except (TypeError, ValueError):
-        return False
+        return report.terminal_table([report.ReportRow.from_dict(r) for r in self.rows])
 
 
 def budgets_from_marker(args: Sequence[Any]) -> list[Budget]:
