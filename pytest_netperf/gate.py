@@ -12,16 +12,15 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from .budget import Budget
 from .drivers.base import CommandRunner, Driver, LoadShape
 from .errors import DriverError, InvalidMeasurement, NetperfError
 from .results import RoundResult
+from .targets import TargetLike, host_header, target_url
 from . import stats
 
-#: Something the driver can be pointed at: a URL or an endpoint from a topology.
-TargetLike = Union[str, Any]
 
 ProgressFn = Callable[[str], None]
 DriverFactory = Callable[[Optional[str], Optional[CommandRunner]], Driver]
@@ -94,13 +93,11 @@ class GateSettings:
 
 
 def _endpoint_parts(target: TargetLike) -> tuple[str, Optional[CommandRunner], str]:
-    if isinstance(target, str):
-        return target, None, "host"
-    url = getattr(target, "url", None)
-    if not isinstance(url, str):
-        raise TypeError(f"a netperf target is a URL string or an endpoint with .url, not {target!r}")
-    runner = getattr(target, "runner", None)
-    where = getattr(target, "where", None) or (runner.where if runner is not None else "host")
+    url = target_url(target)
+    runner = None if isinstance(target, str) else getattr(target, "runner", None)
+    where = (None if isinstance(target, str) else getattr(target, "where", None)) or (
+        runner.where if runner is not None else "host"
+    )
     return url, runner, where
 
 
@@ -231,6 +228,9 @@ class Gate:
 
     def _series(self, label: str, target: TargetLike, shape: LoadShape, driver: Optional[str]) -> Series:
         url, runner, where = _endpoint_parts(target)
+        host = host_header(target)
+        if host and not any(k.lower() == "host" for k, _ in shape.headers):
+            shape = replace(shape, headers=shape.headers + (("Host", host),))
         name = driver or self._default_driver
         drv = self._driver_factory(name, runner)
         series = Series(label=label, url=url, where=where, driver=drv.name, shape=shape)
