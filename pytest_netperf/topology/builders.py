@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from .model import Node, Target, Topology
 
@@ -77,10 +78,13 @@ def sidecar_chain_topology(sidecars: bool) -> Topology:
     return _validated(Topology(name, tuple(nodes), (Target("entry", "svc-a", entry_port),)))
 
 
-def access_modes_topology(replicas: int = 3) -> Topology:
+def access_modes_topology(replicas: int = 3, l7_params: Mapping[str, Any] | None = None,
+                          name: str | None = None) -> Topology:
     """Echo replicas ``echo-1..N`` (alias ``echo-svc``) reached five ways: ``link``
     (address), ``dns`` (name, driver in-network), ``discovery`` (HAProxy resolving
-    ``echo-svc`` through Docker DNS), ``l7`` (HAProxy http) and ``l4`` (HAProxy tcp)."""
+    ``echo-svc`` through Docker DNS), ``l7`` (HAProxy http) and ``l4`` (HAProxy tcp).
+    ``l7_params`` adds HAProxy knobs to the L7 balancer (e.g. ``server_maxconn``,
+    ``queue_timeout`` for an overload case)."""
     if replicas < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
     echoes = tuple(Node(f"echo-{i}", "echo", ECHO_PORT, aliases=(ECHO_SERVICE_ALIAS,))
@@ -89,7 +93,8 @@ def access_modes_topology(replicas: int = 3) -> Topology:
     balancers = (
         Node("discovery", "haproxy", BALANCER_PORT, upstreams=backends,
              params={"mode": "http", "discover": ECHO_SERVICE_ALIAS}),
-        Node("l7", "haproxy", BALANCER_PORT, upstreams=backends, params={"mode": "http"}),
+        Node("l7", "haproxy", BALANCER_PORT, upstreams=backends,
+             params={"mode": "http", **dict(l7_params or {})}),
         Node("l4", "haproxy", BALANCER_PORT, upstreams=backends, params={"mode": "tcp"}),
     )
     targets = (
@@ -97,4 +102,4 @@ def access_modes_topology(replicas: int = 3) -> Topology:
         Target("dns", "echo-1", ECHO_PORT, via_dns=True),
         *(Target(b.name, b.name, BALANCER_PORT) for b in balancers),
     )
-    return _validated(Topology(f"access-modes-x{replicas}", echoes + balancers, targets))
+    return _validated(Topology(name or f"access-modes-x{replicas}", echoes + balancers, targets))

@@ -1,5 +1,5 @@
 """HAProxy config for a balancer node (params: mode "http"|"tcp", discover <alias>,
-nbthread, maxconn, balance)."""
+nbthread, maxconn, balance, server_maxconn, queue_timeout)."""
 
 from __future__ import annotations
 
@@ -25,8 +25,9 @@ def render_haproxy(topology: Topology, node: Node) -> str:
         raise ValueError(f"haproxy node {node.name!r}: mode must be 'http' or 'tcp'")
     maxconn = int(params.get("maxconn", 20000))
     discover = params.get("discover")
-    sections = [_global(topology, node, maxconn, int(params.get("nbthread", 1))),
-                _defaults(maxconn)]
+    global_maxconn = int(params["maxconn"]) if "maxconn" in params else None
+    sections = [_global(topology, node, global_maxconn, int(params.get("nbthread", 1))),
+                _defaults(maxconn, params.get("queue_timeout"))]
     if discover:
         sections.append(_resolvers())
     sections.append(_frontend(node, mode))
@@ -35,20 +36,25 @@ def render_haproxy(topology: Topology, node: Node) -> str:
     return "\n".join(sections)
 
 
-def _global(topology: Topology, node: Node, maxconn: int, nbthread: int) -> str:
+def _global(topology: Topology, node: Node, maxconn: int | None, nbthread: int) -> str:
+    # Without an explicit maxconn HAProxy sizes it from the open-files limit it gets;
+    # a fixed 20000 needs ~40k descriptors and fails where Docker grants fewer.
+    limit = f"\n    maxconn {maxconn}" if maxconn is not None else ""
     return f"""\
 # Rendered by pytest-netperf for node {node.name} (topology {topology.name}).
-global
-    maxconn {maxconn}
+global{limit}
     nbthread {nbthread}
     log stderr format raw local0 warning
 """
 
 
-def _defaults(maxconn: int) -> str:
+def _defaults(maxconn: int, queue_timeout: str | None) -> str:
+    # Requests wait for a free server slot at most `timeout queue` (default: timeout connect),
+    # then HAProxy answers 503: the overload behaviour the access-modes study measured.
+    queue = f"\n    timeout queue {queue_timeout}" if queue_timeout else ""
     return f"""\
 defaults
-    maxconn {maxconn}
+    maxconn {maxconn}{queue}
     timeout connect 2s
     timeout client 30s
     timeout server 30s
@@ -97,7 +103,8 @@ def _backend(topology: Topology, node: Node, mode: str, balance: str,
         lines.append(f"    server-template echo 1-{count} {discover}:{ports.pop()} check "
                      "resolvers docker init-addr none resolve-prefer ipv4")
     else:
-        lines += [f"    server {u} {topology.dns_name(u)}:{topology.node(u).port} check"
+        limit = f" maxconn {int(node.params['server_maxconn'])}" if "server_maxconn" in node.params else ""
+        lines += [f"    server {u} {topology.dns_name(u)}:{topology.node(u).port} check{limit}"
                   for u in node.upstreams]
     return "\n".join(lines) + "\n"
 

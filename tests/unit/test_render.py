@@ -164,3 +164,18 @@ def test_yaml_writer_round_trips_tricky_values() -> None:
     text = to_yaml(value, header="two\nlines")
     assert text.startswith("# two\n# lines\n")
     assert _load_yaml(text) == value
+
+
+def test_haproxy_overload_knobs_reach_the_config() -> None:
+    from pytest_netperf.topology import builders
+    from pytest_netperf.topology.render import render_haproxy
+
+    topo = builders.access_modes_topology(
+        2, l7_params={"server_maxconn": 4, "queue_timeout": "50ms"}, name="overload"
+    )
+    text = render_haproxy(topo, topo.node("l7"))
+    assert "timeout queue 50ms" in text
+    assert "server echo-1 echo-1:8080 check maxconn 4" in text
+    assert topo.name == "overload"
+    plain = render_haproxy(topo, topo.node("l4"))
+    assert "timeout queue" not in plain and "maxconn 4" not in plain

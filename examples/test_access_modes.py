@@ -1,0 +1,69 @@
+"""Access modes between containers: how the way a client reaches a service costs.
+
+What the original study (a container-service network study) measured: a client calling
+an echo service (a) by the container's address ("link"), (b) by DNS hostname/alias,
+(c) through an HAProxy discovery proxy that resolves the backends through DNS, (d)
+through an HTTP (L7) load balancer and (e) through a TCP (L4) load balancer. With one
+connection (100 sequential requests, like httping) it saw 0.5 / 0.7 / 0.9 / 1.2 / 1.3 ms,
+and at high concurrency 11.6k / 9.5k / 2.3k / 1.6k / 5.3k requests/s. At 10,000
+concurrent connections 5.8% of the requests through the HTTP balancer ended in 504s.
+
+What this suite measures on the machine it runs on: the same five paths to three echo
+replicas in one Docker network (HAProxy 2.6 from Debian for the proxy and balancers).
+The DNS case runs the driver in a container on the network, because only there does
+Docker's DNS answer; the others run it on the host against bridge addresses. The report
+says where each measurement ran. The overload case gives the L7 balancer a small
+connection limit and a short queue timeout, then pushes 400 connections through it: the
+balancer answers 503 to what it cannot queue, and the errors are counted and gated
+rather than hidden.
+"""
+
+import pytest
+
+from pytest_netperf.targets import with_query
+from pytest_netperf.topology import builders
+
+MODES = ["link", "dns", "discovery", "l7", "l4"]
+
+
+@pytest.fixture(scope="module")
+def overloaded_l7(netperf_docker):
+    """The access-modes topology whose L7 balancer allows 4 requests per echo replica
+    and queues others for at most 50 ms; each request holds its slot for 20 ms."""
+    topology = builders.access_modes_topology(
+        3, l7_params={"server_maxconn": 4, "queue_timeout": "50ms"}, name="access-overload"
+    )
+    with netperf_docker.up(topology) as running:
+        yield running
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.netperf("p50 < 2ms", "p99 < 10ms", "sockets <= 1")
+def test_latency_one_connection(netperf, access_modes, mode):
+    """100 sequential requests over one connection (100 requests/s for 1 s per round)."""
+    netperf.measure(access_modes.endpoint(mode), connections=1, rate=100, duration=1)
+
+
+@pytest.mark.parametrize("mode", ["discovery", "l7", "l4"])
+@pytest.mark.netperf("p50_added <= 1ms")
+def test_proxy_adds_latency(netperf, access_modes, mode):
+    """What a proxy in the path adds at P50 over the direct address, one connection."""
+    netperf.compare(
+        access_modes.endpoint(mode),
+        reference=access_modes.endpoint("link"),
+        connections=1,
+        rate=200,
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.netperf("rps >= 0.8x baseline", "errors == 0")
+def test_throughput_c100(netperf, access_modes, mode):
+    """Closed loop at 100 connections: the throughput of each path, gated against its baseline."""
+    netperf.measure(access_modes.endpoint(mode), connections=100)
+
+
+@pytest.mark.netperf("error_rate <= 50%", "error_rate >= 0.1%")
+def test_l7_overload_errors_are_counted(netperf, overloaded_l7):
+    """Past its limits the L7 balancer answers 503: the errors are measured, not hidden."""
+    netperf.measure(with_query(overloaded_l7.endpoint("l7"), delay="20ms"), connections=400, timeout=2, rounds=3)

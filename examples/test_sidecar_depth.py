@@ -1,0 +1,61 @@
+"""Sidecar depth: what an Envoy sidecar pair costs per call in a chain of services.
+
+What the original study (an Istio evaluation) measured: service A and service B call each
+other to a call depth of 0, 3, 5, 8, 10 and 12 at a fixed 500 requests/s, with and without
+an Envoy sidecar pair (a client-side and a server-side proxy on every call). It reported
+the P90 latency with and without sidecars per depth: each extra depth added about 1 ms
+at P90, and 300, 500 or 1000 requests/s did not change the latency.
+
+What this suite measures on the machine it runs on: two echo services that call each
+other (``?depth=N``) in one Docker network, once through Envoy sidecar pods (Envoy shares
+the app container's network namespace, inbound 15006, outbound 15001, like a Kubernetes
+pod) and once directly. The driver runs open loop at the fixed rate and measures latency
+from the intended send time. Each depth is a paired comparison, with sidecars against
+without, in interleaved rounds; the budget divides the added P90 by the depth. The
+latency-vs-depth plot lands in ``.netperf-report/`` next to this file.
+"""
+
+import pytest
+
+from pytest_netperf.targets import with_query
+from pytest_netperf.topology import builders
+
+DEPTHS = [0, 3, 5, 8, 10, 12]
+
+
+@pytest.fixture(scope="module")
+def chains(netperf_docker):
+    """Both chains at once, so every depth is measured with and without sidecars in turn."""
+    with netperf_docker.up(builders.sidecar_chain_topology(sidecars=True)) as with_sidecars, \
+            netperf_docker.up(builders.sidecar_chain_topology(sidecars=False)) as without:
+        yield with_sidecars.endpoint("entry"), without.endpoint("entry")
+
+
+@pytest.mark.netperf("p90_added <= 1ms per hop", "errors == 0")
+def test_sidecar_p90_per_depth(netperf, chains):
+    """Per-depth sidecar P90 under 1 ms at 500 requests/s."""
+    with_sidecars, without = chains
+    for depth in DEPTHS:
+        netperf.compare(
+            with_query(with_sidecars, depth=depth),
+            reference=with_query(without, depth=depth),
+            rate=500,
+            connections=16,
+            hops=depth,
+            key=f"depth={depth}",
+        )
+
+
+@pytest.mark.parametrize("rate", [300, 500, 1000])
+@pytest.mark.netperf("p90_added <= 1ms per hop", "errors == 0")
+def test_rate_does_not_change_sidecar_cost(netperf, chains, rate):
+    """Depth 3 at 300, 500 and 1000 requests/s: the per-hop cost should not move with the rate."""
+    with_sidecars, without = chains
+    netperf.compare(
+        with_query(with_sidecars, depth=3),
+        reference=with_query(without, depth=3),
+        rate=rate,
+        connections=16,
+        hops=3,
+        key=f"rate={rate}",
+    )
