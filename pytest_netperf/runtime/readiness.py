@@ -1,0 +1,79 @@
+"""Readiness: an HTTP probe of a container's bridge address, as a testcontainers wait strategy."""
+
+from __future__ import annotations
+
+import http.client
+import socket
+import time
+
+from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
+
+from ..errors import NetperfError
+
+
+class NodeNotReady(NetperfError):
+    """A node did not answer its readiness probe in time; the message carries its last logs."""
+
+
+class HttpReadiness(WaitStrategy):
+    """Poll ``GET http://<address>:<port><path>`` until it answers 2xx (TCP connect when no path).
+
+    Fails early when the container exits. Timeout and poll interval are explicit.
+    """
+
+    def __init__(self, address: str, port: int, path: str | None,
+                 timeout_s: float = 30.0, poll_interval_s: float = 0.05) -> None:
+        super().__init__()
+        self.address, self.port, self.path = address, port, path
+        self._startup_timeout = float(timeout_s)  # with_startup_timeout() would drop fractions
+        self.with_poll_interval(poll_interval_s)
+        self.last_problem = "not probed yet"
+
+    def describe(self) -> str:
+        """``http://addr:port/path`` or ``tcp://addr:port``."""
+        if self.path is None:
+            return f"tcp://{self.address}:{self.port}"
+        return f"http://{self.address}:{self.port}{self.path}"
+
+    def wait_until_ready(self, container: WaitStrategyTarget) -> None:
+        """Return once the probe succeeds; raise NodeNotReady otherwise."""
+        deadline = time.monotonic() + self._startup_timeout
+        while True:
+            if self.probe_once():
+                return
+            status = _status(container)
+            if status in ("exited", "dead"):
+                raise NodeNotReady(f"container exited ({status}) before {self.describe()} answered")
+            if time.monotonic() >= deadline:
+                raise NodeNotReady(
+                    f"{self.describe()} not ready after {self._startup_timeout:.0f}s "
+                    f"(last problem: {self.last_problem})"
+                )
+            time.sleep(self._poll_interval)
+
+    def probe_once(self) -> bool:
+        """One attempt; remembers what went wrong in ``last_problem``."""
+        timeout = max(0.2, min(1.0, self._startup_timeout))
+        try:
+            if self.path is None:
+                socket.create_connection((self.address, self.port), timeout=timeout).close()
+                return True
+            connection = http.client.HTTPConnection(self.address, self.port, timeout=timeout)
+            try:
+                connection.request("GET", self.path, headers={"Connection": "close"})
+                status = connection.getresponse().status
+            finally:
+                connection.close()
+        except (OSError, http.client.HTTPException) as exc:
+            self.last_problem = f"{type(exc).__name__}: {exc}"
+            return False
+        self.last_problem = f"HTTP {status}"
+        return 200 <= status < 300
+
+
+def _status(container: WaitStrategyTarget) -> str:
+    try:
+        container.reload()
+        return str(container.status)
+    except Exception:  # a vanished container reads as dead
+        return "dead"

@@ -1,0 +1,47 @@
+"""Running the driver inside a short-lived container on a topology's network."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from docker import DockerClient
+from docker.errors import APIError
+from requests.exceptions import ConnectionError as RequestsConnectionError
+from requests.exceptions import ReadTimeout
+
+from ..drivers.base import CommandOutcome
+from ..errors import DriverError
+
+
+class ContainerRunner:
+    """A ``CommandRunner`` that runs argv in a fresh container from the echo (driver) image.
+
+    The container joins ``network`` so Docker DNS names resolve; it carries the topology's
+    labels, so an interrupted run is cleaned up with the topology.
+    """
+
+    def __init__(self, client: DockerClient, image: str, network: str, labels: Mapping[str, str]) -> None:
+        self.client = client
+        self.image = image
+        self.network = network
+        self.labels = dict(labels)
+        self.where = f"container on {network}"
+
+    def run(self, argv: list[str], timeout_s: float) -> CommandOutcome:
+        """Run ``argv`` (argv[0] on the image's PATH) and wait at most ``timeout_s``."""
+        try:
+            container = self.client.containers.run(
+                self.image, argv, network=self.network, labels=self.labels, detach=True,
+            )
+        except APIError as exc:
+            raise DriverError(f"cannot start the driver {self.where}: {exc}") from exc
+        try:
+            try:
+                status = container.wait(timeout=timeout_s)
+            except (ReadTimeout, RequestsConnectionError) as exc:
+                raise DriverError(f"driver {self.where} did not finish within {timeout_s:g}s") from exc
+            stdout = container.logs(stdout=True, stderr=False).decode(errors="replace")
+            stderr = container.logs(stdout=False, stderr=True).decode(errors="replace")
+            return CommandOutcome(int(status.get("StatusCode", -1)), stdout, stderr)
+        finally:
+            container.remove(force=True)

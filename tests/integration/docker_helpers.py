@@ -1,0 +1,68 @@
+"""Shared helpers of the Docker integration tests (requests, driver runs, leftover checks)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import subprocess
+from urllib.parse import urlsplit
+
+import pytest
+from docker import DockerClient
+
+from pytest_netperf.drivers.base import CommandRunner
+from pytest_netperf.errors import NetperfError
+from pytest_netperf.runtime import labels as L
+from pytest_netperf.runtime.image_inputs import driver_binary
+
+#: A tiny bounded load: 2 connections, 0.2 s warmup, 0.5 s measured.
+SHORT_LOAD = ["-c", "2", "-w", "200ms", "-d", "500ms", "--timeout", "2s", "--json"]
+
+
+def get(url: str, path: str | None = None, host_header: str | None = None) -> tuple[int, dict[str, str], bytes]:
+    """One GET from the host: (status, lower-cased headers, body)."""
+    parts = urlsplit(url)
+    connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
+    headers = {"Host": host_header} if host_header else {}
+    try:
+        connection.request("GET", path or parts.path or "/", headers=headers)
+        response = connection.getresponse()
+        body = response.read()
+        return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+    finally:
+        connection.close()
+
+
+def run_driver(url: str, runner: CommandRunner | None = None) -> dict:
+    """Run ``netperf-driver http`` briefly against ``url`` (on the host, or via ``runner``).
+
+    Returns the JSON summary. Skips when the driver's http mode is not built yet.
+    """
+    argv = ["netperf-driver", "http", *SHORT_LOAD, url]
+    if runner is None:
+        try:
+            binary = str(driver_binary())
+        except NetperfError as exc:
+            pytest.skip(str(exc))
+        done = subprocess.run([binary, *argv[1:]], capture_output=True, text=True, timeout=30)
+        returncode, stdout, stderr = done.returncode, done.stdout, done.stderr
+    else:
+        outcome = runner.run(argv, timeout_s=30)
+        returncode, stdout, stderr = outcome.returncode, outcome.stdout, outcome.stderr
+    if "not built yet" in stderr:
+        pytest.skip(f"netperf-driver http is not built yet: {stderr.strip()}")
+    assert returncode == 0, f"driver failed ({returncode}): {stderr[-2000:]}"
+    return json.loads(stdout)["summary"]
+
+
+def leftovers(client: DockerClient, label: str) -> list[str]:
+    """Names of containers and networks carrying ``label`` (``key`` or ``key=value``)."""
+    filters = {"label": [label]}
+    names = [f"container {c.name}" for c in client.containers.list(all=True, filters=filters, ignore_removed=True)]
+    names += [f"network {n.name}" for n in client.networks.list(filters=filters)]
+    return names
+
+
+def session_leftovers(client: DockerClient, session_id: str) -> list[str]:
+    """Leftovers of one session."""
+    return leftovers(client, f"{L.SESSION}={session_id}")

@@ -1,0 +1,182 @@
+"""Nothing we create outlives its session: normal end, failed startup, SIGTERM/SIGINT, crashes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from docker import DockerClient
+from docker_helpers import leftovers, session_leftovers
+
+from pytest_netperf.errors import RuntimeUnavailable
+from pytest_netperf.runtime import labels as L
+from pytest_netperf.runtime.cleanup import clean_session
+from pytest_netperf.runtime.client import docker_client
+from pytest_netperf.runtime.docker_runtime import DockerRuntime, TopologyStartError
+from pytest_netperf.topology.model import Node, Target, Topology
+
+pytestmark = pytest.mark.docker
+
+#: Bounds for the child pytest runs (the machine is shared and may be slow).
+CHILD_READY_S = 90
+CHILD_EXIT_S = 30
+
+HOLDING_TEST = """
+import json, os, time
+
+def test_hold(netperf_docker, gateway_topology):
+    info = {"pid": os.getpid(), "session": netperf_docker.session_id,
+            "network": gateway_topology.network}
+    with open(MARKER + ".tmp", "w") as handle:
+        json.dump(info, handle)
+    os.replace(MARKER + ".tmp", MARKER)
+    time.sleep(60)  # the parent signals us long before this ends
+"""
+
+FINISHING_TEST = """
+import json, os
+from pytest_netperf.topology import builders
+
+def test_runs_to_the_end(netperf_docker, gateway_topology, netperf_topology):
+    netperf_topology(builders.echo_topology(replicas=2))
+    with open(MARKER, "w") as handle:
+        json.dump({"pid": os.getpid(), "session": netperf_docker.session_id}, handle)
+"""
+
+STARTING_TEST = """
+def test_start(netperf_docker):
+    assert netperf_docker.session_id
+"""
+
+
+@pytest.fixture(scope="module")
+def client() -> DockerClient:
+    try:
+        return docker_client()
+    except RuntimeUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+def _child(tmp_path: Path, body: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, Path, Path]:
+    """Start ``pytest`` on a one-test file in ``tmp_path``; returns (process, marker, log)."""
+    marker = tmp_path / "marker.json"
+    test_file = tmp_path / "test_child.py"
+    test_file.write_text(f"MARKER = {str(marker)!r}\n" + body)
+    log = tmp_path / "child.log"
+    argv = [sys.executable, "-m", "pytest", "-p", "no:netperf", "-p", "pytest_netperf.docker_fixtures",
+            "-p", "no:cacheprovider", "-rs", "-q", str(test_file)]
+    with open(log, "w") as out:
+        process = subprocess.Popen(argv, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
+                                   env={**os.environ, **(env or {})})
+    return process, marker, log
+
+
+def _wait_for(marker: Path, process: subprocess.Popen, log: Path) -> dict:
+    deadline = time.monotonic() + CHILD_READY_S
+    while not marker.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            raise AssertionError(f"child never reached the test body:\n{log.read_text()[-3000:]}")
+        time.sleep(0.1)
+    return json.loads(marker.read_text())
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait(timeout=CHILD_EXIT_S)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_mid_test_removes_everything(tmp_path: Path, client: DockerClient, signum: int) -> None:
+    process, marker, log = _child(tmp_path, HOLDING_TEST)
+    info: dict = {}
+    try:
+        info = _wait_for(marker, process, log)
+        assert len(session_leftovers(client, info["session"])) == 3  # network + echo + gateway
+        process.send_signal(signum)
+        returncode = process.wait(timeout=CHILD_EXIT_S)
+        expected = -signal.SIGTERM if signum == signal.SIGTERM else 2  # pytest: "interrupted"
+        assert returncode == expected, log.read_text()[-3000:]
+        assert session_leftovers(client, info["session"]) == []
+        assert leftovers(client, f"{L.PID}={info['pid']}") == []
+    finally:
+        _stop(process)
+        if info:
+            clean_session(info["session"], client)
+
+
+def test_session_end_removes_everything(tmp_path: Path, client: DockerClient) -> None:
+    process, marker, log = _child(tmp_path, FINISHING_TEST)
+    info: dict = {}
+    try:
+        assert process.wait(timeout=CHILD_READY_S) == 0, log.read_text()[-3000:]
+        info = json.loads(marker.read_text())
+        assert session_leftovers(client, info["session"]) == []
+        assert "netperf docker topology startup: echo-x2" in log.read_text()
+    finally:
+        _stop(process)
+        if info:
+            clean_session(info["session"], client)
+
+
+def test_crashed_session_leftovers_go_at_next_start(tmp_path: Path, client: DockerClient,
+                                                     netperf_docker: DockerRuntime) -> None:
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    ghost = f"ghost{uuid.uuid4().hex[:8]}"
+    network = f"netperf-{ghost}-crashed"
+    labels = L.resource_labels(ghost, "crashed", network, pid=dead.pid)
+    try:
+        client.networks.create(network, driver="bridge", labels=labels)
+        client.containers.run(netperf_docker.image_for("echo"),
+                              ["netperf-driver", "echo", "--listen", "0.0.0.0:8080", "--id", "ghost"],
+                              network=network, labels=labels, detach=True, name=f"{network}-echo")
+        assert len(session_leftovers(client, ghost)) == 2
+        process, _, log = _child(tmp_path, STARTING_TEST)
+        try:
+            assert process.wait(timeout=CHILD_READY_S) == 0, log.read_text()[-3000:]
+        finally:
+            _stop(process)
+        assert session_leftovers(client, ghost) == []
+    finally:
+        clean_session(ghost, client)
+
+
+def test_failed_startup_attaches_logs_and_removes_everything(netperf_docker: DockerRuntime) -> None:
+    """HAProxy refuses a maxconn no open-files limit can satisfy; the error shows its log."""
+    topology = Topology(
+        "doomed",
+        (Node("echo", "echo", 8080),
+         Node("lb", "haproxy", 8000, upstreams=("echo",), params={"maxconn": 600_000_000})),
+        (Target("lb", "lb", 8000),),
+    )
+    with pytest.raises(TopologyStartError) as failure:
+        netperf_docker.up(topology)
+    message = str(failure.value)
+    assert "node 'lb' (haproxy) not ready" in message
+    assert "global.maxconn" in message  # HAProxy's own complaint, from its log
+    assert session_leftovers(netperf_docker.client, netperf_docker.session_id) == []
+    assert "doomed" not in netperf_docker.startup_times
+
+
+def test_docker_down_gives_a_clear_message_and_a_skip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    missing = f"unix://{tmp_path}/no-docker.sock"
+    monkeypatch.setenv("DOCKER_HOST", missing)
+    started = time.monotonic()
+    with pytest.raises(RuntimeUnavailable, match=f"Docker daemon not reachable at {missing}"):
+        docker_client()
+    assert time.monotonic() - started < 10  # must not hang on a dead socket
+    process, _, log = _child(tmp_path, STARTING_TEST, env={"DOCKER_HOST": missing})
+    try:
+        assert process.wait(timeout=CHILD_READY_S) == 0
+    finally:
+        _stop(process)
+    output = log.read_text()
+    assert "1 skipped" in output and f"Docker daemon not reachable at {missing}" in output, output

