@@ -184,8 +184,11 @@ class BaselineStore:
 
 
 def _json_files(directory: Path) -> list[Path]:
+    """Baseline-shaped files: not temporaries, not the store's own files (``_noise.json``)."""
     if not directory.is_dir():
         return []
     return sorted(
-        p for p in directory.glob("*.json") if p.is_file() and not p.name.startswith(TEMP_PREFIX)
+        p
+        for p in directory.glob("*.json")
+        if p.is_file() and not p.name.startswith((TEMP_PREFIX, "_"))
     )

@@ -31,9 +31,11 @@ _HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 @pytest.fixture(scope="session")
-def netperf_image_overrides() -> Mapping[str, str]:
-    """Role -> image to force (beyond NETPERF_IMAGE_<ROLE>); override this fixture to pin images."""
-    return {}
+def netperf_image_overrides(pytestconfig: pytest.Config) -> Mapping[str, str]:
+    """Role -> image to force: ``--netperf-image ROLE=IMAGE`` / the ``netperf_images`` ini key
+    (beyond NETPERF_IMAGE_<ROLE>). Override this fixture to pin images in code."""
+    plugin = pytestconfig.pluginmanager.get_plugin("netperf-session")
+    return dict(getattr(plugin, "images", None) or {})
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ from .errors import DriverError, InvalidMeasurement, NetperfError
 from .results import RoundResult
 from .targets import TargetLike, host_header, target_url
 from . import stats
+from .calibration import check_budget_against_noise
 
 
 ProgressFn = Callable[[str], None]
@@ -84,7 +85,7 @@ class GateSettings:
 
     rounds_min: int = 5
     rounds_max: int = 15
-    round_batch: int = 2
+    round_batch: int = 5
     duration_s: float = 5.0
     warmup_s: float = 1.0
     confidence: float = 0.95
@@ -114,6 +115,7 @@ class Gate:
         baseline_lookup: Optional[BaselineLookup] = None,
         progress: Optional[ProgressFn] = None,
         notes: Optional[list[str]] = None,
+        noise: Optional[Any] = None,
     ) -> None:
         self.test_id = test_id
         self.budgets = list(budgets)
@@ -125,6 +127,7 @@ class Gate:
         self.measurements: list[Measurement] = []
         #: Test-level notes (fingerprint warnings, baseline writes) shown with every outcome.
         self.notes: list[str] = list(notes or [])
+        self._noise = noise  # a calibration.NoiseFloor from an earlier A/A run, if any
         self._started = time.monotonic()
         self.implicit_error_budget = not any(b.metric in ERROR_METRICS for b in self.budgets)
 
@@ -187,6 +190,10 @@ class Gate:
                 o.verdict = v
                 o.status = v.status
         for o in outcomes:
+            if self._noise is not None and o.verdict is not None:
+                warning = check_budget_against_noise(o.budget, self._noise, o.verdict.n_rounds)
+                if warning:
+                    o.notes.append(warning)
             if o.status == "INCONCLUSIVE":
                 o.notes.append(f"inconclusive after {o.verdict.n_rounds if o.verdict else '?'} rounds; policy: {self.settings.inconclusive}")
         return outcomes

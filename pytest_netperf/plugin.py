@@ -103,7 +103,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(plugin, "netperf-session")
     from . import docker_fixtures
 
-    if not config.pluginmanager.has_plugin("netperf-docker-fixtures"):
+    if not config.pluginmanager.is_registered(docker_fixtures):
         config.pluginmanager.register(docker_fixtures, "netperf-docker-fixtures")
 
 
@@ -133,6 +133,9 @@ class NetperfPlugin:
         self.session = NetperfSession(settings)
         self.images: dict[str, str] = {}
         self._store = None
+        self._noise: Any = None
+        self._noise_loaded = False
+        self._aa_pairs: list[tuple[list, list]] = []  # A/A rounds collected by --netperf-calibrate
 
     # ----------------------------------------------------------------- collection
     @pytest.hookimpl(wrapper=True)
@@ -192,8 +195,18 @@ class NetperfPlugin:
             baseline_lookup=lookup,
             progress=self._progress,
             notes=notes,
+            noise=self.noise_floor(),
         )
         return gate
+
+    def noise_floor(self) -> Any:
+        """The stored A/A noise floor (None before the first ``--netperf-calibrate`` run)."""
+        if not self._noise_loaded:
+            from .calibration import load_noise, noise_path
+
+            self._noise = load_noise(noise_path(self.settings.baseline_dir))
+            self._noise_loaded = True
+        return self._noise
 
     def _fingerprint_notes(self, baseline: Any) -> list[str]:
         from .fingerprint import compare_fingerprints, machine_fingerprint
@@ -271,6 +284,21 @@ class NetperfPlugin:
             write_plots(Path(self.settings.report_dir), item.nodeid, {n: r.rounds for n, r in series.items()})
         for o in outcomes:
             item.user_properties.append((f"netperf:{o.budget.text}", str(o.status)))
+        if self.settings.calibrate:
+            self._aa_pairs.extend((m.candidate.rounds, m.reference.rounds) for m in gate.measurements if m.reference)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if not (self.settings.calibrate and self._aa_pairs):
+            return
+        from .calibration import estimate_noise, noise_path, save_noise
+        from .fingerprint import machine_fingerprint
+
+        a = [r for pair in self._aa_pairs for r in pair[0]]
+        b = [r for pair in self._aa_pairs for r in pair[1]]
+        noise = estimate_noise(a, b, fingerprint=machine_fingerprint())
+        path = noise_path(self.settings.baseline_dir)
+        save_noise(noise, path)
+        self.session.warnings.append(f"noise floor from {len(a)} A/A pairs written to {path}")
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo) -> Iterator[Any]:
@@ -300,6 +328,8 @@ class NetperfPlugin:
         self.session.session_holm()
         terminalreporter.section("netperf")
         terminalreporter.write_line(self.session.terminal_table())
+        for line in self.session.warnings:
+            terminalreporter.write_line(f"netperf: {line}")
         for path in self.session.write_reports():
             terminalreporter.write_line(f"netperf: wrote {path}")
 
