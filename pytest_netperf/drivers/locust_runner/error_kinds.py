@@ -1,0 +1,90 @@
+"""Map a failed request's exception onto the driver-neutral error kinds of the result model.
+
+Wrapped exceptions are followed (``__cause__``/``__context__``, urllib3's ``reason``,
+geventhttpclient's ``original``).  A timeout while connecting and one while reading look
+the same through geventhttpclient, so both count as ``timeout`` unless the exception says
+``ConnectTimeout`` (requests/urllib3).
+
+Works by exception type names and errno values, so it needs neither geventhttpclient nor
+requests/urllib3 to be importable.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import Iterator, Optional
+
+_CONNECT_TIMEOUT_NAMES = {"ConnectTimeout", "ConnectTimeoutError"}
+_TIMEOUT_NAMES = {"Timeout", "TimeoutError", "ReadTimeout", "ReadTimeoutError", "timeout"}
+_REFUSED_NAMES = {"ConnectionRefusedError"}
+_RESET_NAMES = {"ConnectionResetError", "BrokenPipeError", "ConnectionAbortedError"}
+_READ_ERROR_NAMES = {
+    "HTTPParseError",
+    "HTTPConnectionClosed",
+    "IncompleteRead",
+    "ChunkedEncodingError",
+    "RemoteDisconnected",
+    "ProtocolError",
+    "BadStatusLine",
+    "ContentDecodingError",
+}
+_ERRNO_KINDS = {
+    errno.ECONNREFUSED: "connect_refused",
+    errno.ECONNRESET: "reset",
+    errno.EPIPE: "reset",
+    errno.ECONNABORTED: "reset",
+    errno.ETIMEDOUT: "timeout",
+}
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """The exception, its causes/contexts and wrapped reasons (requests → urllib3 → OSError)."""
+    seen: set[int] = set()
+    todo: list[Optional[BaseException]] = [exc]
+    while todo:
+        current = todo.pop(0)
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        linked = [current.__cause__, current.__context__]
+        linked += [getattr(current, name, None) for name in ("reason", "original")]
+        linked.extend(getattr(current, "args", ()))
+        todo.extend(item for item in linked if isinstance(item, BaseException))
+
+
+def _kind_of(exc: BaseException, names: set[str]) -> Optional[str]:
+    if names & _CONNECT_TIMEOUT_NAMES:
+        return "connect_timeout"
+    if names & _REFUSED_NAMES:
+        return "connect_refused"
+    if names & _RESET_NAMES:
+        return "reset"
+    if names & _TIMEOUT_NAMES:
+        return "timeout"
+    if names & _READ_ERROR_NAMES:
+        return "read_error"
+    code = getattr(exc, "errno", None)
+    if isinstance(code, int) and code in _ERRNO_KINDS:
+        return _ERRNO_KINDS[code]
+    return None
+
+
+def classify_exception(exc: BaseException) -> str:
+    """Return one of ``connect_refused``, ``connect_timeout``, ``timeout``, ``reset``,
+    ``read_error`` or ``other`` for a transport-level request failure.
+
+    Exact class names along the chain decide first (urllib3's NewConnectionError
+    subclasses ConnectTimeoutError even when the cause is a refusal); base-class names
+    are the fallback.
+    """
+    chain = list(_chain(exc))
+    for link in chain:
+        kind = _kind_of(link, {type(link).__name__})
+        if kind is not None:
+            return kind
+    for link in chain:
+        kind = _kind_of(link, {cls.__name__ for cls in type(link).__mro__})
+        if kind is not None:
+            return kind
+    return "other"

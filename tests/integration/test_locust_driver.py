@@ -1,0 +1,324 @@
+"""The Locust driver against the real echo server on loopback: real Locust processes.
+
+Covers closed loop, paced (rate) rounds, a master with two workers, error kinds, a
+locustfile user flow, every bad-input error, and that no Locust process outlives a round.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Iterator, Optional
+
+import psutil
+import pytest
+
+from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.drivers.locust_driver import LocustDriver, LocustNotInstalled
+from pytest_netperf.drivers.locust_runner.processes import ProcessGroups
+from pytest_netperf.errors import DriverError
+from pytest_netperf.histogram import decode_histogram
+from pytest_netperf.results import RoundResult
+
+REPO = Path(__file__).resolve().parents[2]
+SHORT = dict(warmup_s=0.3, duration_s=1.5, interval_s=0.5)
+
+
+def _echo_binary() -> Optional[str]:
+    candidates = [os.environ.get("NETPERF_DRIVER", ""), str(REPO / "driver/target/release/netperf-driver")]
+    for candidate in candidates:
+        if candidate and os.access(candidate, os.X_OK):
+            return candidate
+    return shutil.which("netperf-driver")
+
+
+@pytest.fixture(scope="module")
+def echo_url() -> Iterator[str]:
+    """Base URL of a real `netperf-driver echo` server on 127.0.0.1 (one event-loop thread)."""
+    binary = _echo_binary()
+    if binary is None:
+        pytest.skip("netperf-driver binary not found (build it: cargo build --release in driver/)")
+    server = subprocess.Popen(
+        [binary, "echo", "--listen", "127.0.0.1:0", "--threads", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = server.stdout.readline().strip() if server.stdout else ""
+        if not line.startswith("listening on "):
+            pytest.fail(
+                f"echo server did not start: {line!r} {server.stderr.read() if server.stderr else ''}"
+            )
+        yield f"http://{line.split()[-1]}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _assert_no_leftovers(driver: LocustDriver) -> None:
+    assert driver.last_pids, "the driver started no process"
+    alive = [
+        pid
+        for pid in driver.last_pids
+        if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    ]
+    assert alive == []
+    children = [p for p in psutil.Process().children(recursive=True) if "locust" in " ".join(p.cmdline())]
+    assert children == []
+
+
+def test_closed_loop_default_user(echo_url: str) -> None:
+    driver = LocustDriver()
+    result = driver.run(f"{echo_url}/", LoadShape(connections=2, **SHORT))
+    assert result.driver == "locust" and result.mode == "closed"
+    assert result.requests > 100
+    assert result.ok == result.requests and result.errors == {} and result.non_2xx == 0
+    assert result.status_codes == {"200": result.requests}
+    assert result.duration_s == pytest.approx(1.5, abs=0.1)
+    assert result.achieved_rps == pytest.approx(result.requests / result.duration_s)
+    assert decode_histogram(result.latency.histogram).get_total_count() == result.ok == result.latency.count
+    assert (
+        0 < result.latency.min_ns <= result.latency.p50_ns <= result.latency.p99_ns <= result.latency.max_ns
+    )
+    assert result.sockets_opened == 2 and result.reconnects == 0
+    assert result.client.threads == 1 and result.client.cpu_user_s > 0
+    assert sum(interval.requests for interval in result.intervals) <= result.requests
+    assert result.driver_version == driver.version()
+    _assert_no_leftovers(driver)
+
+
+def test_latency_reflects_a_known_server_delay(echo_url: str) -> None:
+    result = LocustDriver().run(f"{echo_url}/?delay=5ms", LoadShape(connections=2, **SHORT))
+    # the echo server holds each response 5 ms: Locust's latency must show it, not 1 ms buckets
+    assert 5_000_000 <= result.latency.p50_ns < 8_000_000
+    assert result.latency.min_ns >= 5_000_000
+
+
+def test_paced_round_holds_the_rate(echo_url: str) -> None:
+    driver = LocustDriver()
+    result = driver.run(f"{echo_url}/", LoadShape(connections=2, rate=100.0, warmup_s=0.5, duration_s=2.0))
+    assert result.mode == "open" and result.requested_rps == 100.0
+    assert result.schedule_lag is None
+    assert result.client.achieved_ratio == pytest.approx(1.0, abs=0.05)
+    assert result.requests == pytest.approx(200, rel=0.05)
+    assert any("approximate open loop" in note for note in result.config["notes"])
+
+
+def test_master_with_two_workers_merges_both(echo_url: str) -> None:
+    driver = LocustDriver(workers=2)
+    result = driver.run(f"{echo_url}/", LoadShape(connections=4, rate=200.0, warmup_s=0.5, duration_s=2.0))
+    per_worker = result.config["requests_per_process"]
+    assert len(per_worker) == 2 and all(count > 50 for count in per_worker)
+    assert sum(per_worker) == result.requests
+    assert result.requests == pytest.approx(400, rel=0.05)
+    assert result.latency.count == result.ok == result.requests
+    assert result.client.threads == 3 and result.config["processes"] == 3
+    assert result.sockets_opened == 4
+    _assert_no_leftovers(driver)
+
+
+def test_remote_worker_started_by_hand_joins_the_master(echo_url: str, tmp_path: Path) -> None:
+    """The documented remote-worker procedure, with the "remote" machine being loopback."""
+    port = _unused_port()
+    driver = LocustDriver(remote_workers=1, master_port=port, expect_workers_timeout_s=15.0)
+    outcome: dict[str, object] = {}
+
+    def measure() -> None:
+        try:
+            outcome["result"] = driver.run(f"{echo_url}/", LoadShape(connections=2, rate=50.0, **SHORT))
+        except Exception as exc:  # reported by the assertion below
+            outcome["error"] = exc
+
+    runner = threading.Thread(target=measure)
+    runner.start()
+    command = driver.worker_command("127.0.0.1", port)
+    assert command[0] == "python"
+    with open(tmp_path / "worker.err", "wb") as stderr:
+        worker = subprocess.Popen([sys.executable, *command[1:]], stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        runner.join(timeout=60)
+        assert not runner.is_alive()
+        assert "error" not in outcome, outcome.get("error")
+        result = outcome["result"]
+        assert isinstance(result, RoundResult)
+        assert result.config["workers"] == 1 and result.config["requests_per_process"] == [result.requests]
+        assert result.requests == pytest.approx(75, rel=0.1)
+        assert worker.wait(timeout=15) == 0  # the master releases its workers at the end of the round
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()
+
+
+def test_error_kinds(echo_url: str) -> None:
+    shape = LoadShape(connections=1, warmup_s=0.2, duration_s=1.0, timeout_s=0.3)
+    failing = LocustDriver().run(f"{echo_url}/?status=503", shape)
+    assert failing.ok == 0 and failing.non_2xx == failing.requests > 0
+    assert failing.status_codes == {"503": failing.requests} and failing.error_rate == 1.0
+
+    slow = LocustDriver().run(f"{echo_url}/?delay=1s", shape)
+    assert slow.requests == 0 and slow.errors.get("timeout", 0) >= 2
+
+    closed_port = _unused_port()
+    refused = LocustDriver().run(f"http://127.0.0.1:{closed_port}/", shape)
+    assert refused.requests == 0 and refused.errors.get("connect_refused", 0) > 0
+    assert set(refused.errors) == {"connect_refused"}
+
+
+def test_locustfile_flow_with_headers_and_rejections(echo_url: str, tmp_path: Path) -> None:
+    flows = tmp_path / "flows.py"
+    flows.write_text(
+        "from locust import FastHttpUser, task\n"
+        "class Shopper(FastHttpUser):\n"
+        "    @task\n"
+        "    def browse(self):\n"
+        "        self.client.get('/?size=10', headers={'X-Flow': 'browse'})\n"
+        "        with self.client.get('/', catch_response=True) as response:\n"
+        "            if response.headers.get('x-netperf-hops') is None:\n"
+        "                response.success()\n"
+        "            else:\n"
+        "                response.failure('rejected on purpose')\n"
+        "class Idle(FastHttpUser):\n"
+        "    @task\n"
+        "    def nothing(self):\n"
+        "        pass\n"
+    )
+    driver = LocustDriver(locustfile=flows, user_class="Shopper")
+    result = driver.run(echo_url, LoadShape(connections=2, rate=20.0, warmup_s=0.5, duration_s=2.0))
+    assert result.client.achieved_ratio == pytest.approx(1.0, abs=0.1)  # iterations, not requests
+    assert result.requests == pytest.approx(80, rel=0.1)  # two requests per iteration
+    assert result.errors == {"other": result.requests - result.ok}
+    assert result.ok == pytest.approx(result.requests / 2, abs=2)
+    assert result.bytes_received >= 10 * result.ok
+    assert result.config["user_class"] == "Shopper"
+
+
+def test_import_failure_names_the_line(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("from locust import HttpUser\nimport module_that_does_not_exist_xyz\n")
+    driver = LocustDriver(locustfile=broken)
+    with pytest.raises(
+        DriverError,
+        match=r"broken.py:2: ModuleNotFoundError: No module named 'module_that_does_not_exist_xyz'",
+    ):
+        driver.run("http://127.0.0.1:9/", LoadShape(**SHORT))
+    _assert_no_leftovers(driver)
+
+
+def test_unknown_user_class_lists_the_classes(tmp_path: Path) -> None:
+    flows = tmp_path / "flows.py"
+    flows.write_text(
+        "from locust import HttpUser, task\n"
+        "class Alpha(HttpUser):\n    @task\n    def a(self): pass\n"
+        "class Beta(HttpUser):\n    @task\n    def b(self): pass\n"
+    )
+    driver = LocustDriver(locustfile=flows, user_class="Gamma")
+    with pytest.raises(
+        DriverError, match=r"user class Gamma not found in .*flows.py; classes found: Alpha, Beta"
+    ):
+        driver.run("http://127.0.0.1:9/", LoadShape(**SHORT))
+    _assert_no_leftovers(driver)
+
+
+def test_worker_that_never_connects(echo_url: str) -> None:
+    driver = LocustDriver(workers=1, remote_workers=1, expect_workers_timeout_s=2.0)
+    started = time.monotonic()
+    with pytest.raises(
+        DriverError, match=r"only 1 of 2 Locust workers connected to the master at 127.0.0.1 within 2s"
+    ):
+        driver.run(f"{echo_url}/", LoadShape(**SHORT))
+    assert time.monotonic() - started < 20
+    _assert_no_leftovers(driver)
+
+
+def test_load_shape_classes_are_refused(tmp_path: Path) -> None:
+    shaped = tmp_path / "shaped.py"
+    shaped.write_text(
+        "from locust import HttpUser, LoadTestShape, task\n"
+        "class A(HttpUser):\n    @task\n    def a(self): pass\n"
+        "class Ramp(LoadTestShape):\n    def tick(self):\n        return (1, 1)\n"
+    )
+    driver = LocustDriver(locustfile=shaped)
+    with pytest.raises(DriverError, match="LoadTestShape classes are not supported"):
+        driver.run("http://127.0.0.1:9/", LoadShape(**SHORT))
+    _assert_no_leftovers(driver)
+
+
+def test_locust_not_installed(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True, timeout=120
+    )
+    bare_python = str(tmp_path / "venv" / "bin" / "python")
+    with pytest.raises(LocustNotInstalled, match="Locust is not installed") as raised:
+        LocustDriver(python=bare_python).run("http://127.0.0.1:9/", LoadShape(**SHORT))
+    assert isinstance(raised.value, DriverError)
+
+
+def test_process_groups_kill_forked_children_when_the_block_fails(tmp_path: Path) -> None:
+    child_pid_file = tmp_path / "child.pid"
+    script = f"sleep 60 & echo $! > {child_pid_file}; wait"
+    with pytest.raises(RuntimeError):
+        with ProcessGroups(tmp_path, grace_s=1.0) as groups:
+            leader = groups.start("forker", ["sh", "-c", script])
+            deadline = time.monotonic() + 5
+            while not child_pid_file.exists() or not child_pid_file.read_text().strip():
+                assert time.monotonic() < deadline
+                time.sleep(0.02)
+            raise RuntimeError("the round failed halfway")
+    child_pid = int(child_pid_file.read_text())
+    assert leader.poll() is not None
+    time.sleep(0.1)  # the orphaned child is reaped by init
+    assert not psutil.pid_exists(child_pid) or psutil.Process(child_pid).status() == psutil.STATUS_ZOMBIE
+
+
+ROUND_IN_A_CHILD = """
+import sys
+from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.drivers.locust_driver import LocustDriver
+# one remote worker that never comes: the master waits up to 60 s
+LocustDriver(workers=1, remote_workers=1, expect_workers_timeout_s=60).run(sys.argv[1], LoadShape(duration_s=1))
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_no_locust_process_survives_an_interrupted_test_run(echo_url: str, signum: int) -> None:
+    """SIGINT runs the driver's finally blocks; SIGTERM kills Python without them, and the
+    kernel's parent-death signal must take the Locust processes down."""
+    child = subprocess.Popen([sys.executable, "-c", ROUND_IN_A_CHILD, f"{echo_url}/"])
+    locusts: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 20
+        while len(locusts) < 2:  # master and the local worker
+            assert time.monotonic() < deadline, "Locust processes did not start"
+            time.sleep(0.2)
+            locusts = [p for p in psutil.Process(child.pid).children() if "locust" in " ".join(p.cmdline())]
+        workdirs = {Path(arg).parent for p in locusts for arg in p.cmdline() if arg.endswith("result.json")}
+        time.sleep(1.0)  # let them get past start-up
+        child.send_signal(signum)
+        child.wait(timeout=20)
+        gone, alive = psutil.wait_procs(locusts, timeout=10)
+        assert alive == [], f"left behind: {[p.pid for p in alive]}"
+        for workdir in workdirs:  # SIGTERM skips the driver's temporary-directory cleanup
+            shutil.rmtree(workdir, ignore_errors=True)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait(timeout=10)
+        for process in locusts:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                process.kill()
+
+
+def _unused_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])

@@ -1,0 +1,78 @@
+"""paced_wait_time: per-user schedules, phase spread, catch-up and Poisson gaps."""
+
+from __future__ import annotations
+
+import random
+import statistics
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_netperf.drivers.locust_runner.pacing import paced_wait_time
+
+
+class ManualClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _run(wait, clock: ManualClock, user: SimpleNamespace, task_s: float, iterations: int) -> list[float]:
+    """Simulate a user loop: task takes task_s, then sleeps what wait_time says; returns start times."""
+    starts = []
+    for _ in range(iterations):
+        starts.append(clock.now)
+        clock.now += task_s
+        clock.now += wait(user)
+    return starts
+
+
+def test_constant_pacing_holds_the_rate_after_the_random_phase() -> None:
+    clock = ManualClock()
+    wait = paced_wait_time(10.0, clock=clock, rng=random.Random(1))
+    starts = _run(wait, clock, SimpleNamespace(), task_s=0.01, iterations=50)
+    gaps = [b - a for a, b in zip(starts[1:], starts[2:])]
+    assert all(gap == pytest.approx(0.1) for gap in gaps)
+    assert 0.0 <= starts[1] - starts[0] - 0.01 <= 0.1  # the random initial phase
+
+
+def test_users_get_independent_phases() -> None:
+    clock = ManualClock()
+    wait = paced_wait_time(1.0, clock=clock, rng=random.Random(7))
+    first_waits = {round(wait(SimpleNamespace()), 6) for _ in range(20)}
+    assert len(first_waits) == 20
+
+
+def test_a_late_user_catches_up_without_waiting() -> None:
+    clock = ManualClock()
+    wait = paced_wait_time(10.0, clock=clock, rng=random.Random(2))
+    user = SimpleNamespace()
+    _run(wait, clock, user, task_s=0.01, iterations=3)
+    clock.now += 0.5  # a stall of five periods
+    assert wait(user) == 0.0
+    assert wait(user) == 0.0
+
+
+def test_counts_each_iteration() -> None:
+    calls = []
+    clock = ManualClock()
+    wait = paced_wait_time(100.0, on_iteration=lambda: calls.append(1), clock=clock)
+    _run(wait, clock, SimpleNamespace(), task_s=0.001, iterations=25)
+    assert len(calls) == 25
+
+
+def test_poisson_gaps_have_the_requested_mean() -> None:
+    clock = ManualClock()
+    wait = paced_wait_time(50.0, arrival="poisson", clock=clock, rng=random.Random(3))
+    starts = _run(wait, clock, SimpleNamespace(), task_s=0.0, iterations=4000)
+    gaps = [b - a for a, b in zip(starts[1:], starts[2:])]
+    assert statistics.mean(gaps) == pytest.approx(0.02, rel=0.05)
+    assert statistics.stdev(gaps) == pytest.approx(0.02, rel=0.1)
+
+
+@pytest.mark.parametrize(("rate", "arrival"), [(0.0, "constant"), (-1.0, "constant"), (1.0, "burst")])
+def test_rejects_bad_arguments(rate: float, arrival: str) -> None:
+    with pytest.raises(ValueError):
+        paced_wait_time(rate, arrival=arrival)
