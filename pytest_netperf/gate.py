@@ -91,6 +91,7 @@ class GateSettings:
     confidence: float = 0.95
     inconclusive: str = "fail"  # fail | warn | pass
     calibrate: bool = False
+    max_lag_ms: float = 5.0
 
 
 def _endpoint_parts(target: TargetLike) -> tuple[str, Optional[CommandRunner], str]:
@@ -218,7 +219,11 @@ class Gate:
     def _shape(self, args: Mapping[str, Any]) -> LoadShape:
         known = {f for f in LoadShape.__dataclass_fields__}
         aliases = {"duration": "duration_s", "warmup": "warmup_s", "timeout": "timeout_s"}
-        values: dict[str, Any] = {"duration_s": self.settings.duration_s, "warmup_s": self.settings.warmup_s}
+        values: dict[str, Any] = {
+            "duration_s": self.settings.duration_s,
+            "warmup_s": self.settings.warmup_s,
+            "extra": {"max_lag": f"{self.settings.max_lag_ms:g}ms"},
+        }
         for name, value in args.items():
             name = aliases.get(name, name)
             if name not in known:

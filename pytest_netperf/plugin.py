@@ -43,6 +43,7 @@ _OPTIONS: list[tuple[str, Optional[str], Optional[str], dict[str, Any]]] = [
     ("markdown", "markdown_path", "netperf_markdown", {"help": "write a pull-request comment (markdown) to PATH"}),
     ("report-dir", "report_dir", "netperf_report_dir", {"help": "write PNG plots under DIR"}),
     ("calibrate", "calibrate", None, {"action": "store_true", "default": None, "help": "A/A run: measure each reference against itself and store the noise floor"}),
+    ("max-lag", "max_lag_ms", "netperf_max_lag", {"help": "open loop: schedule-lag p99 (ms) of the driver above which a round is invalid (default 5)"}),
     ("locust-workers", "locust_workers", "netperf_locust_workers", {"help": "Locust worker processes on this machine (0: one process)"}),
     ("image", None, "netperf_images", {"action": "append", "help": "container image for a role, ROLE=IMAGE (repeatable; ini: one per line)"}),
 ]
@@ -176,6 +177,7 @@ class NetperfPlugin:
             confidence=s.confidence,
             inconclusive=s.inconclusive,
             calibrate=s.calibrate,
+            max_lag_ms=s.max_lag_ms,
         )
         baseline = None
         notes: list[str] = []

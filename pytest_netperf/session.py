@@ -30,14 +30,14 @@ def outcome_row(outcome: BudgetOutcome, gate: Gate) -> dict[str, Any]:
         measured = outcome.budget.format_value(v.estimate)
         interval = f"[{outcome.budget.format_value(v.ci_low)}, {outcome.budget.format_value(v.ci_high)}]"
         raw = {
-            "estimate": v.estimate,
-            "ci_low": v.ci_low,
-            "ci_high": v.ci_high,
-            "threshold": v.threshold,
-            "p_value": v.p_value,
-            "method": v.method,
-            "mde": v.mde,
-            "exact": v.exact,
+            "estimate": _plain(v.estimate),
+            "ci_low": _plain(v.ci_low),
+            "ci_high": _plain(v.ci_high),
+            "threshold": _plain(v.threshold),
+            "p_value": _plain(v.p_value),
+            "method": str(v.method),
+            "mde": _plain(v.mde),
+            "exact": bool(v.exact),
         }
     ref = outcome.reference_label
     if ref == "reference" and m.reference is not None:
@@ -49,13 +49,18 @@ def outcome_row(outcome: BudgetOutcome, gate: Gate) -> dict[str, Any]:
         "reference": ref,
         "measured": measured,
         "interval": interval,
-        "verdict": outcome.status,
-        "rounds": v.n_rounds if v is not None else len(m.candidate.rounds),
+        "verdict": str(outcome.status),
+        "rounds": int(v.n_rounds if v is not None else len(m.candidate.rounds)),
         "notes": list(outcome.notes),
         "driver": m.candidate.driver,
         "where": m.candidate.where,
         "raw": raw,
     }
+
+
+def _plain(value: Any) -> Optional[float]:
+    """A builtin float (rows cross process boundaries under xdist: no numpy scalars)."""
+    return None if value is None else float(value)
 
 
 def measurement_summary(m: Measurement) -> dict[str, Any]:

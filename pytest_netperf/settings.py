@@ -37,6 +37,7 @@ SETTING_HELP: dict[str, str] = {
     "locust_workers": "Locust worker processes (0 = run Locust in one process)",
     "update_baseline": "store this run's results as the new baselines",
     "calibrate": "run the A/A calibration (noise floor) instead of the budgets",
+    "max_lag_ms": "open loop: the driver's schedule-lag p99 above this (ms) invalidates a round",
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -63,6 +64,7 @@ class Settings:
     locust_workers: int = 0
     update_baseline: bool = False
     calibrate: bool = False
+    max_lag_ms: float = 5.0
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> "Settings":
@@ -105,6 +107,8 @@ class Settings:
             raise ValueError(f"warmup_s must be >= 0 (got {self.warmup_s:g})")
         if not 0.5 <= self.confidence < 1.0:
             raise ValueError(f"confidence must be in [0.5, 1) (got {self.confidence:g}); e.g. 0.95")
+        if self.max_lag_ms <= 0:
+            raise ValueError(f"max_lag_ms must be > 0 (got {self.max_lag_ms:g})")
         if self.locust_workers < 0:
             raise ValueError(f"locust_workers must be >= 0 (got {self.locust_workers})")
 

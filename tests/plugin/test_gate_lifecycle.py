@@ -29,7 +29,7 @@ LATENCY_GATE = """
 import os
 import pytest
 
-@pytest.mark.netperf("p50 <= 1.5x baseline", "p50 < 50ms")
+@pytest.mark.netperf("p50 <= 3x baseline", "p50 < 50ms")
 def test_echo_latency(netperf):
     netperf.measure(os.environ["NETPERF_TEST_URL"], rate=200, connections=2)
 """
@@ -50,7 +50,7 @@ def test_baseline_lifecycle_new_update_compare_regress(pytester: pytest.Pytester
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
 
     first = _run(pytester)
-    first.stdout.fnmatch_lines(["*netperf*", "*p50 <= 1.5x baseline*NEW*"])
+    first.stdout.fnmatch_lines(["*netperf*", "*p50 <= 3x baseline*NEW*"])
     assert first.ret == 0
     assert not list((pytester.path / ".netperf").glob("*.json")), "a baseline must never be written implicitly"
     assert list((pytester.path / ".netperf" / ".last-run").glob("*.json")), "the run's results are kept as pending"
@@ -63,18 +63,18 @@ def test_baseline_lifecycle_new_update_compare_regress(pytester: pytest.Pytester
     assert doc["test_id"] == "test_gate.py::test_echo_latency"
 
     same = _run(pytester)
-    same.stdout.fnmatch_lines(["*p50 <= 1.5x baseline*PASS*"])
+    same.stdout.fnmatch_lines(["*p50 <= 3x baseline*PASS*"])
     assert same.ret == 0
 
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url + "?delay=3ms")
     regressed = _run(pytester)
-    regressed.stdout.fnmatch_lines(["*netperf gate failed*", "*FAIL: 'p50 <= 1.5x baseline'*"])
+    regressed.stdout.fnmatch_lines(["*netperf gate failed*", "*FAIL: 'p50 <= 3x baseline'*"])
     assert regressed.ret == pytest.ExitCode.TESTS_FAILED
 
     accept = _run(pytester, "--netperf-update-baseline")
     assert accept.ret == 1  # the run that records the new baseline still judges against the old one
     after = _run(pytester)
-    after.stdout.fnmatch_lines(["*p50 <= 1.5x baseline*PASS*"])
+    after.stdout.fnmatch_lines(["*p50 <= 3x baseline*PASS*"])
     assert after.ret == 0
 
 
@@ -97,8 +97,8 @@ def test_same_run_reference_comparison_detects_added_latency(pytester: pytest.Py
         """
     )
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
-    result = _run(pytester, "-v")
-    result.stdout.fnmatch_lines(["*test_small_delay PASSED*", "*test_big_delay FAILED*"])
+    result = _run(pytester, "-v", "-rA")
+    result.stdout.fnmatch_lines(["PASSED test_cmp.py::test_small_delay", "FAILED test_cmp.py::test_big_delay*"])
     result.stdout.fnmatch_lines(["*round 1/3 reference*"])  # progress lines with -v
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
@@ -119,7 +119,7 @@ def test_reports_json_markdown_junit_and_step_summary(pytester: pytest.Pytester,
     doc = json.loads((pytester.path / "out/results.json").read_text())
     verdicts = {(r["budget"], r["verdict"]) for r in doc["rows"]}
     assert ("p50 < 50ms", "PASS") in verdicts
-    assert ("p50 <= 1.5x baseline", "NEW") in verdicts
+    assert ("p50 <= 3x baseline", "NEW") in verdicts
     assert "test_gate.py::test_echo_latency" in json.dumps(doc)
     md = (pytester.path / "out/comment.md").read_text()
     assert "p50 < 50ms" in md and "PASS" in md
@@ -169,20 +169,22 @@ def test_unreachable_target_is_invalid_not_a_verdict(pytester: pytest.Pytester) 
 
 
 def test_saturated_driver_invalidates_the_measurement(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A driver that cannot keep its schedule within the bound (here an impossible 1 µs
+    bound on the schedule-lag p99) flags itself saturated: INVALID, not a verdict."""
     pytester.makepyfile(
         """
         import os
         import pytest
 
         @pytest.mark.netperf("p50 < 50ms")
-        def test_impossible_rate(netperf):
-            # one connection cannot carry this rate with a 5 ms service time
-            netperf.measure(os.environ["NETPERF_TEST_URL"] + "?delay=5ms", rate=5000, connections=1)
+        def test_tight_schedule(netperf):
+            netperf.measure(os.environ["NETPERF_TEST_URL"], rate=2000, connections=4)
         """
     )
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
-    result = _run(pytester)
-    result.stdout.fnmatch_lines(["*INVALID measurement (no verdict)*saturated*"])
+    result = _run(pytester, "--netperf-max-lag=0.001")
+    result.stdout.fnmatch_lines(["*INVALID measurement (no verdict)*saturated*schedule lag p99*above bound*"])
+    result.stdout.fnmatch_lines(["*p50 < 50ms*INVALID*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
@@ -202,8 +204,8 @@ def test_http_errors_fail_the_implicit_budget(pytester: pytest.Pytester, echo: L
         """
     )
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
-    result = _run(pytester, "-v")
-    result.stdout.fnmatch_lines(["*test_server_errors FAILED*", "*test_errors_expected PASSED*"])
+    result = _run(pytester, "-rA")
+    result.stdout.fnmatch_lines(["PASSED *::test_errors_expected", "FAILED *::test_server_errors*"])
     result.stdout.fnmatch_lines(["*errors == 0*FAIL*"])
     result.stdout.fnmatch_lines(["*HTTP 503*"])
 
