@@ -1,3 +1,5 @@
+//! `netperf-driver` binary: all logic lives in the library.
+
 fn main() {
-    println!("netperf-driver 0.1.0");
+    std::process::exit(netperf_driver::main_with_args(std::env::args_os()));
 }

@@ -1,0 +1,144 @@
+"""Shared helpers for the driver benchmarks: nginx and echo on loopback, child CPU time.
+
+Every process started here is killed on exit (also when a benchmark fails halfway), and
+temporary nginx directories are removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator, Optional
+
+from pytest_netperf.drivers.rust import find_driver_binary
+from pytest_netperf.runtime.local import LocalEchoServer
+
+NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/bin/nginx")
+
+
+def free_port() -> int:
+    """A free loopback port (bound and released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout_s: float = 5.0) -> None:
+    """Wait until something accepts on 127.0.0.1:port."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
+
+
+@dataclass
+class Nginx:
+    """A running nginx (master) with a temporary config."""
+
+    url: str
+    process: subprocess.Popen
+    directory: Path
+
+    def worker_pids(self) -> list[int]:
+        """PIDs of the worker processes."""
+        out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(self.process.pid)], capture_output=True, text=True)
+        return [int(p) for p in out.stdout.split()]
+
+
+@contextlib.contextmanager
+def nginx(workers: int = 1, keepalive_requests: int = 1_000_000) -> Iterator[Optional[Nginx]]:
+    """nginx answering ``200 ok`` on a free loopback port; yields None when not installed."""
+    binary = next((p for p in NGINX_CANDIDATES if os.path.exists(p)), None)
+    if binary is None:
+        yield None
+        return
+    directory = Path(tempfile.mkdtemp(prefix="netperf-bench-nginx-"))
+    port = free_port()
+    d = directory
+    (d / "nginx.conf").write_text(
+        f"worker_processes {workers}; daemon off; pid {d}/nginx.pid; error_log {d}/error.log;\n"
+        "events { worker_connections 4096; }\n"
+        f"http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};\n"
+        f"uwsgi_temp_path {d}; scgi_temp_path {d}; keepalive_requests {keepalive_requests};\n"
+        f"server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"ok\\n\"; }} }} }}\n"
+    )
+    process = subprocess.Popen(
+        [binary, "-c", str(d / "nginx.conf"), "-p", str(d), "-e", str(d / "error.log")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port)
+        yield Nginx(f"http://127.0.0.1:{port}/", process, d)
+    finally:
+        process.kill()
+        process.wait(timeout=10)
+        shutil.rmtree(d, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def echo_server(threads: int = 1) -> Iterator[LocalEchoServer]:
+    """The project's echo server on a free loopback port."""
+    with LocalEchoServer(threads=threads, binary=find_driver_binary()) as server:
+        yield server
+
+
+@dataclass
+class ChildRun:
+    """A finished child process: exit code, output, and its CPU seconds (all threads)."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    cpu_s: float
+    wall_s: float
+
+
+def run_measured(argv: list[str], timeout_s: float, cwd: Optional[str] = None) -> ChildRun:
+    """Run ``argv`` and return its own user+sys CPU time via ``wait4``."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        start = time.monotonic()
+        process = subprocess.Popen(argv, stdout=out, stderr=err, cwd=cwd)
+        deadline = start + timeout_s
+        try:
+            while True:
+                pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+                if pid:
+                    break
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{argv[0]} did not finish within {timeout_s:g}s")
+                time.sleep(0.01)
+        except BaseException:
+            process.kill()
+            os.waitpid(process.pid, 0)
+            raise
+        process.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.monotonic() - start
+        out.seek(0)
+        err.seek(0)
+        return ChildRun(process.returncode, out.read(), err.read(), usage.ru_utime + usage.ru_stime, wall)
+
+
+def process_cpu_s(pid: int) -> float:
+    """user+sys CPU seconds of a running process (all threads) from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def median(values: list[float]) -> float:
+    """Median of a non-empty list."""
+    s = sorted(values)
+    mid = len(s) // 2
+    return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2

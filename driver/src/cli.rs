@@ -1,0 +1,130 @@
+//! Command-line options (clap) for both subcommands.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::clock::parse_duration_ns;
+
+/// HTTP/1.1 load generator and echo server for pytest-netperf.
+#[derive(Parser, Debug)]
+#[command(name = "netperf-driver", version, about)]
+pub struct Opts {
+    /// What to run.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Measure an HTTP/1.1 target (closed loop, or open loop with --rate).
+    Http(HttpOpts),
+    /// Run the echo server (delay=, size=, status=, depth= query parameters; /healthz).
+    Echo(EchoOpts),
+}
+
+/// Request arrival process for open-loop runs.
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arrival {
+    /// Evenly spaced requests.
+    Constant,
+    /// Exponential gaps with the same mean rate.
+    Poisson,
+}
+
+impl Arrival {
+    /// Name used in the JSON output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arrival::Constant => "constant",
+            Arrival::Poisson => "poisson",
+        }
+    }
+}
+
+/// Options of `netperf-driver http`.
+#[derive(Args, Debug, Clone)]
+pub struct HttpOpts {
+    /// Target URL (http:// only).
+    pub url: String,
+    /// Concurrent connections.
+    #[arg(short = 'c', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub connections: u32,
+    /// Open loop: requests per second over all threads (omit for closed loop).
+    #[arg(short = 'r', long, value_parser = parse_rate)]
+    pub rate: Option<f64>,
+    /// Arrival process for --rate.
+    #[arg(long, value_enum, default_value_t = Arrival::Constant)]
+    pub arrival: Arrival,
+    /// Measured duration (e.g. 10s, 500ms).
+    #[arg(short = 'd', long, default_value = "10s", value_parser = parse_duration_ns)]
+    pub duration: u64,
+    /// Warmup before the measured window (excluded from results).
+    #[arg(short = 'w', long, default_value = "1s", value_parser = parse_duration_ns)]
+    pub warmup: u64,
+    /// Per-request timeout (also the connect timeout).
+    #[arg(long, default_value = "5s", value_parser = parse_duration_ns)]
+    pub timeout: u64,
+    /// Length of the per-interval statistics buckets.
+    #[arg(long, default_value = "1s", value_parser = parse_duration_ns)]
+    pub interval: u64,
+    /// Worker threads (default: min(CPUs, connections)).
+    #[arg(short = 't', long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
+    /// HTTP method.
+    #[arg(short = 'm', long, default_value = "GET")]
+    pub method: String,
+    /// Extra header `Name: value` (repeatable; a Host header replaces the default).
+    #[arg(short = 'H', long = "header")]
+    pub headers: Vec<String>,
+    /// Request body size in bytes (filled with 'x').
+    #[arg(long, default_value_t = 0)]
+    pub body_size: u64,
+    /// Open a new TCP connection for every request (TCP_CRR style).
+    #[arg(long)]
+    pub new_connection_per_request: bool,
+    /// Print the JSON document on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write the JSON document to this file.
+    #[arg(short = 'o', long)]
+    pub output: Option<std::path::PathBuf>,
+    /// Schedule-lag p99 above this marks an open-loop run saturated.
+    #[arg(long, default_value = "1ms", value_parser = parse_duration_ns)]
+    pub max_lag: u64,
+    /// Open loop: wake this early and busy-poll until the send time (0 disables it; only
+    /// used when a thread's sends are at least 10x this far apart).
+    #[arg(long, default_value = "50us", value_parser = parse_duration_ns)]
+    pub spin: u64,
+    /// Open loop: run worker threads SCHED_FIFO (needs root/CAP_SYS_NICE) so other
+    /// processes cannot preempt a send; not allowed in closed loop.
+    #[arg(long)]
+    pub realtime: bool,
+    /// Seed for --arrival poisson (default: fixed, so runs are reproducible).
+    #[arg(long, default_value_t = 0x6e65_7470_6572_66)]
+    pub seed: u64,
+}
+
+/// Options of `netperf-driver echo`.
+#[derive(Args, Debug, Clone)]
+pub struct EchoOpts {
+    /// Address to listen on (port 0 picks a free port; the bound address is printed).
+    #[arg(short = 'l', long, default_value = "0.0.0.0:8080")]
+    pub listen: String,
+    /// Name returned in the `x-netperf-echo` response header.
+    #[arg(long)]
+    pub id: Option<String>,
+    /// Next service for requests with depth=N (N > 0).
+    #[arg(long)]
+    pub next: Option<String>,
+    /// Event-loop threads (default: number of CPUs).
+    #[arg(short = 't', long, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub threads: Option<u32>,
+}
+
+fn parse_rate(text: &str) -> Result<f64, String> {
+    let v: f64 = text.parse().map_err(|_| format!("invalid rate {text:?}"))?;
+    if !(v.is_finite() && v > 0.0 && v <= 10_000_000.0) {
+        return Err(format!("rate {text:?} must be in (0, 10000000]"));
+    }
+    Ok(v)
+}

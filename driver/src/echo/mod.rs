@@ -1,0 +1,106 @@
+//! `netperf-driver echo`: a keep-alive HTTP/1.1 server with delays, sizes, statuses and
+//! call chains, run as one mio event loop per thread on SO_REUSEPORT listeners.
+
+mod inbound;
+mod params;
+mod upstream;
+mod worker;
+
+pub use params::EchoParams;
+
+use std::io::Write;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+
+use crate::url::HttpUrl;
+
+/// Everything an echo server needs to start.
+#[derive(Debug, Clone)]
+pub struct EchoConfig {
+    /// Address to bind (port 0 picks a free port).
+    pub listen: String,
+    /// Name sent back in `x-netperf-echo`.
+    pub id: Option<String>,
+    /// Next service for `depth=N` calls.
+    pub next: Option<HttpUrl>,
+    /// Event-loop threads.
+    pub threads: usize,
+}
+
+/// Settings shared by all worker threads.
+pub(crate) struct Shared {
+    pub id_header: Vec<u8>,
+    pub next: Option<HttpUrl>,
+}
+
+/// Resolve `listen` to one socket address.
+pub fn resolve_listen(listen: &str) -> Result<SocketAddr, String> {
+    listen
+        .to_socket_addrs()
+        .map_err(|e| format!("bad --listen {listen:?}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("bad --listen {listen:?}: no address"))
+}
+
+fn reuseport_listener(addr: SocketAddr) -> std::io::Result<std::net::TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, None)?;
+    socket.set_reuse_address(true)?;
+    socket.set_reuse_port(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(4096)?;
+    Ok(socket.into())
+}
+
+/// Bind one listener per thread on the same port; returns them and the bound address.
+pub fn bind(
+    addr: SocketAddr,
+    threads: usize,
+) -> std::io::Result<(Vec<std::net::TcpListener>, SocketAddr)> {
+    let first = reuseport_listener(addr)?;
+    let bound = first.local_addr()?;
+    let mut listeners = vec![first];
+    for _ in 1..threads.max(1) {
+        listeners.push(reuseport_listener(bound)?);
+    }
+    Ok((listeners, bound))
+}
+
+/// Bind, print `listening on IP:PORT`, and serve until the process is killed.
+pub fn serve(cfg: EchoConfig) -> Result<(), String> {
+    let addr = resolve_listen(&cfg.listen)?;
+    let (listeners, bound) =
+        bind(addr, cfg.threads).map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let id_header = cfg
+        .id
+        .as_ref()
+        .map(|id| format!("x-netperf-echo: {id}\r\n").into_bytes())
+        .unwrap_or_default();
+    let shared = Arc::new(Shared {
+        id_header,
+        next: cfg.next.clone(),
+    });
+    let mut handles = Vec::new();
+    for (i, listener) in listeners.into_iter().enumerate() {
+        let shared = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name(format!("echo-{i}"))
+            .spawn(move || worker::run(listener, shared))
+            .map_err(|e| format!("cannot start thread: {e}"))?;
+        handles.push(handle);
+    }
+    {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "listening on {bound}");
+        let _ = out.flush();
+    }
+    for h in handles {
+        match h.join() {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(format!("echo server failed: {e}")),
+            Err(_) => return Err("echo server thread panicked".into()),
+        }
+    }
+    Ok(())
+}

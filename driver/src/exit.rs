@@ -1,0 +1,65 @@
+//! Exit codes and the one-line failure carried to `main`.
+
+/// Process exit codes (see docs/driver-output.md).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// Anything unexpected.
+    Other = 1,
+    /// Bad flags or URL.
+    Usage = 2,
+    /// Target unreachable before the run started.
+    Unreachable = 3,
+    /// Interrupted by a signal.
+    Interrupted = 4,
+}
+
+/// A failure with its exit code and a one-line message.
+#[derive(Debug, Clone)]
+pub struct Failure {
+    /// Exit code.
+    pub code: ExitCode,
+    /// Message printed after `netperf-driver: `.
+    pub message: String,
+}
+
+impl Failure {
+    /// Bad flags or URL (exit 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Self {
+            code: ExitCode::Usage,
+            message: one_line(message.into()),
+        }
+    }
+
+    /// Target unreachable before the run (exit 3).
+    pub fn unreachable(message: impl Into<String>) -> Self {
+        Self {
+            code: ExitCode::Unreachable,
+            message: one_line(message.into()),
+        }
+    }
+
+    /// Interrupted (exit 4).
+    pub fn interrupted() -> Self {
+        Self {
+            code: ExitCode::Interrupted,
+            message: "interrupted".into(),
+        }
+    }
+
+    /// Anything else (exit 1).
+    pub fn other(message: impl Into<String>) -> Self {
+        Self {
+            code: ExitCode::Other,
+            message: one_line(message.into()),
+        }
+    }
+}
+
+fn one_line(s: String) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}

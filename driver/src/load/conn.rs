@@ -1,0 +1,262 @@
+//! One client connection of the load generator: connect, write a request, read and
+//! frame the response. Timing and accounting live in the worker.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+
+use mio::net::TcpStream;
+
+use super::stats::ErrorKind;
+use crate::http1::{parse_response_head, BodyReader};
+
+/// Connection state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnState {
+    /// No socket.
+    Disconnected,
+    /// Non-blocking connect in progress.
+    Connecting,
+    /// Connected, no request outstanding.
+    Idle,
+    /// A request is being written or its response read.
+    Busy,
+}
+
+/// A request assigned to a connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InFlight {
+    /// Intended send time (open loop) or first attempt time (closed loop).
+    pub intended_ns: u64,
+    /// When the request was written (0 until then).
+    pub sent_ns: u64,
+    /// Counted in the measured window?
+    pub in_window: bool,
+}
+
+/// Result of reading from a busy connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadOutcome {
+    /// Response not complete yet.
+    Pending,
+    /// Response complete.
+    Complete { status: u16, keep_alive: bool },
+    /// The connection failed.
+    Failed(ErrorKind),
+}
+
+/// One connection slot.
+pub struct ClientConn {
+    /// Socket, when connected or connecting.
+    pub stream: Option<TcpStream>,
+    /// State.
+    pub state: ConnState,
+    /// Outstanding request.
+    pub req: Option<InFlight>,
+    /// When the current connect started.
+    pub connect_started_ns: u64,
+    /// Sockets opened on this slot so far.
+    pub connects: u64,
+    /// Do not reconnect before this time.
+    pub retry_at_ns: u64,
+    wpos: usize,
+    head_buf: Vec<u8>,
+    head: Option<(u16, bool)>,
+    body: BodyReader,
+}
+
+impl ClientConn {
+    /// An empty slot.
+    pub fn disconnected() -> Self {
+        Self {
+            stream: None,
+            state: ConnState::Disconnected,
+            req: None,
+            connect_started_ns: 0,
+            connects: 0,
+            retry_at_ns: 0,
+            wpos: 0,
+            head_buf: Vec::new(),
+            head: None,
+            body: BodyReader::Done,
+        }
+    }
+
+    /// A slot holding a connection opened before the run (already counted as a socket).
+    pub fn connected(stream: std::net::TcpStream) -> io::Result<Self> {
+        stream.set_nonblocking(true)?;
+        let mut c = Self::disconnected();
+        c.stream = Some(TcpStream::from_std(stream));
+        c.state = ConnState::Idle;
+        c.connects = 1;
+        Ok(c)
+    }
+
+    /// Start a non-blocking connect.
+    pub fn start_connect(&mut self, addr: SocketAddr, now_ns: u64) -> Result<(), ErrorKind> {
+        self.reset_parser();
+        self.connect_started_ns = now_ns;
+        self.connects += 1;
+        let stream = TcpStream::connect(addr).map_err(|e| ErrorKind::from_connect(&e))?;
+        let _ = stream.set_nodelay(true);
+        self.stream = Some(stream);
+        self.state = ConnState::Connecting;
+        Ok(())
+    }
+
+    /// After a readiness event while connecting: `Ok(true)` once connected.
+    pub fn finish_connect(&mut self) -> Result<bool, ErrorKind> {
+        let Some(stream) = &self.stream else {
+            return Err(ErrorKind::Other);
+        };
+        match stream.take_error() {
+            Ok(Some(e)) | Err(e) => return Err(ErrorKind::from_connect(&e)),
+            Ok(None) => {}
+        }
+        match stream.peer_addr() {
+            Ok(_) => {
+                self.state = ConnState::Idle;
+                Ok(true)
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
+            Err(e) => Err(ErrorKind::from_connect(&e)),
+        }
+    }
+
+    /// Begin writing `request`; the state becomes `Busy`.
+    pub fn begin_request(&mut self, req: InFlight) {
+        self.req = Some(req);
+        self.state = ConnState::Busy;
+        self.wpos = 0;
+        self.reset_parser();
+    }
+
+    /// Write what is left of `request`; `Ok(bytes written now)`.
+    pub fn write_request(&mut self, request: &[u8]) -> Result<usize, ErrorKind> {
+        let Some(stream) = &mut self.stream else {
+            return Err(ErrorKind::Other);
+        };
+        let start = self.wpos;
+        while self.wpos < request.len() {
+            match stream.write(&request[self.wpos..]) {
+                Ok(0) => return Err(ErrorKind::Reset),
+                Ok(n) => self.wpos += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(ErrorKind::from_io(&e)),
+            }
+        }
+        Ok(self.wpos - start)
+    }
+
+    /// True while part of the request is still unwritten.
+    pub fn write_pending(&self, request: &[u8]) -> bool {
+        self.state == ConnState::Busy && self.wpos < request.len()
+    }
+
+    /// Read what is available and frame the response. Returns the outcome and the
+    /// number of bytes read.
+    pub fn read_response(
+        &mut self,
+        scratch: &mut [u8],
+        head_request: bool,
+    ) -> (ReadOutcome, usize) {
+        if self.stream.is_none() {
+            return (ReadOutcome::Failed(ErrorKind::Other), 0);
+        }
+        let mut total = 0;
+        loop {
+            let read = self.stream.as_mut().expect("checked above").read(scratch);
+            let n = match read {
+                Ok(0) => {
+                    let outcome =
+                        if matches!(self.body, BodyReader::UntilClose) && self.head.is_some() {
+                            let status = self.head.map(|h| h.0).unwrap_or(0);
+                            ReadOutcome::Complete {
+                                status,
+                                keep_alive: false,
+                            }
+                        } else {
+                            ReadOutcome::Failed(ErrorKind::ReadError)
+                        };
+                    return (outcome, total);
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    return (ReadOutcome::Pending, total)
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return (ReadOutcome::Failed(ErrorKind::from_io(&e)), total),
+            };
+            total += n;
+            match self.consume(&scratch[..n], head_request) {
+                ReadOutcome::Pending if n == scratch.len() => continue,
+                ReadOutcome::Pending if matches!(self.body, BodyReader::UntilClose) => continue,
+                other => return (other, total),
+            }
+        }
+    }
+
+    fn consume(&mut self, data: &[u8], head_request: bool) -> ReadOutcome {
+        let mut rest = data;
+        if self.head.is_none() {
+            let parsed = if self.head_buf.is_empty() {
+                parse_response_head(data, head_request)
+            } else {
+                self.head_buf.extend_from_slice(data);
+                parse_response_head(&self.head_buf, head_request)
+            };
+            match parsed {
+                Ok(Some(h)) => {
+                    self.head = Some((h.status, h.keep_alive));
+                    self.body = BodyReader::new(h.framing);
+                    if self.head_buf.is_empty() {
+                        rest = &data[h.head_len..];
+                    } else {
+                        let buf = std::mem::take(&mut self.head_buf);
+                        return self.consume_body(&buf[h.head_len..]);
+                    }
+                }
+                Ok(None) => {
+                    if self.head_buf.is_empty() {
+                        self.head_buf.extend_from_slice(data);
+                    }
+                    if self.head_buf.len() > 64 * 1024 {
+                        return ReadOutcome::Failed(ErrorKind::Other);
+                    }
+                    return ReadOutcome::Pending;
+                }
+                Err(_) => return ReadOutcome::Failed(ErrorKind::Other),
+            }
+        }
+        self.consume_body(rest)
+    }
+
+    fn consume_body(&mut self, data: &[u8]) -> ReadOutcome {
+        match self.body.feed(data) {
+            Ok(used) => {
+                if self.body.is_done() {
+                    if used != data.len() {
+                        return ReadOutcome::Failed(ErrorKind::Other); // bytes beyond the response
+                    }
+                    let (status, keep_alive) = self.head.expect("head parsed");
+                    return ReadOutcome::Complete { status, keep_alive };
+                }
+                ReadOutcome::Pending
+            }
+            Err(_) => ReadOutcome::Failed(ErrorKind::Other),
+        }
+    }
+
+    fn reset_parser(&mut self) {
+        self.head_buf.clear();
+        self.head = None;
+        self.body = BodyReader::Done;
+    }
+
+    /// Drop the socket (the caller deregisters it first).
+    pub fn close(&mut self) {
+        self.stream = None;
+        self.state = ConnState::Disconnected;
+        self.reset_parser();
+    }
+}

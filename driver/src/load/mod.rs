@@ -1,0 +1,174 @@
+//! `netperf-driver http`: plan, pre-flight connections, run the worker threads, merge.
+
+pub mod conn;
+pub mod plan;
+pub mod schedule;
+pub mod signal;
+pub mod stats;
+pub mod worker;
+
+use std::io::Write;
+use std::net::TcpStream;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::HttpOpts;
+use crate::clock::mono_ns;
+use crate::exit::Failure;
+use crate::health::process_cpu;
+use crate::report::{Document, RunFacts};
+use conn::ClientConn;
+use plan::Plan;
+use stats::ThreadStats;
+use worker::{run_worker, Timeline};
+
+/// Grace after the last timeout before outstanding requests are abandoned.
+const DRAIN_GRACE_NS: u64 = 100_000_000;
+
+/// Run a load test from parsed options and print/write the result.
+pub fn run_http(opts: &HttpOpts) -> Result<(), Failure> {
+    let mut plan = Plan::from_opts(opts, crate::available_cpus())?;
+    let target = format!("{}:{}", plan.url.host, plan.url.port);
+    let addrs = plan
+        .url
+        .resolve()
+        .map_err(|e| Failure::unreachable(format!("cannot connect to {target}: {e}")))?;
+    let (per_thread, preflight_sockets) = preflight(&mut plan, &addrs, &target)?;
+    let doc = measure(Arc::new(plan), per_thread, preflight_sockets)?;
+    let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::other(e.to_string()))?;
+    if let Some(path) = &opts.output {
+        std::fs::write(path, format!("{json}\n"))
+            .map_err(|e| Failure::other(format!("cannot write {}: {e}", path.display())))?;
+    }
+    let mut stdout = std::io::stdout().lock();
+    let text = if opts.json {
+        format!("{json}\n")
+    } else {
+        doc.to_text()
+    };
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|_| stdout.flush())
+        .map_err(|e| Failure::other(e.to_string()))?;
+    Ok(())
+}
+
+/// Open every keep-alive connection before the clock starts (one probe connection for
+/// `--new-connection-per-request`). Fails with exit 3 when the target cannot be reached.
+fn preflight(
+    plan: &mut Plan,
+    addrs: &[std::net::SocketAddr],
+    target: &str,
+) -> Result<(Vec<Vec<ClientConn>>, u64), Failure> {
+    let timeout = Duration::from_nanos(plan.timeout_ns);
+    let mut last_err = None;
+    let mut first = None;
+    for addr in addrs {
+        match TcpStream::connect_timeout(addr, timeout) {
+            Ok(s) => {
+                plan.addr = *addr;
+                first = Some(s);
+                break;
+            }
+            Err(e) => last_err = Some(e),
+        }
+    }
+    let unreachable =
+        |e: std::io::Error| Failure::unreachable(format!("cannot connect to {target}: {e}"));
+    let first = match first {
+        Some(s) => s,
+        None => return Err(unreachable(last_err.expect("at least one address"))),
+    };
+    let mut sockets = 1u64;
+    let mut per_thread: Vec<Vec<ClientConn>> = Vec::with_capacity(plan.threads);
+    if plan.new_connection_per_request {
+        drop(first);
+        for t in 0..plan.threads {
+            per_thread.push(
+                (0..plan.connections_of(t))
+                    .map(|_| ClientConn::disconnected())
+                    .collect(),
+            );
+        }
+        return Ok((per_thread, sockets));
+    }
+    let mut pending_first = Some(first);
+    for t in 0..plan.threads {
+        let mut conns = Vec::with_capacity(plan.connections_of(t));
+        for _ in 0..plan.connections_of(t) {
+            let stream = match pending_first.take() {
+                Some(s) => s,
+                None => {
+                    sockets += 1;
+                    TcpStream::connect_timeout(&plan.addr, timeout).map_err(unreachable)?
+                }
+            };
+            let _ = stream.set_nodelay(true);
+            conns.push(ClientConn::connected(stream).map_err(|e| Failure::other(e.to_string()))?);
+        }
+        per_thread.push(conns);
+    }
+    Ok((per_thread, sockets))
+}
+
+/// Run the workers over warmup + window and build the document.
+fn measure(
+    plan: Arc<Plan>,
+    per_thread: Vec<Vec<ClientConn>>,
+    preflight_sockets: u64,
+) -> Result<Document, Failure> {
+    signal::install();
+    let cpu_before = process_cpu();
+    let start_ns = mono_ns() + 5_000_000;
+    let window_start_ns = start_ns + plan.warmup_ns;
+    let window_end_ns = window_start_ns + plan.duration_ns;
+    let tl = Timeline {
+        start_ns,
+        window_start_ns,
+        window_end_ns,
+        hard_end_ns: window_end_ns + plan.timeout_ns + DRAIN_GRACE_NS,
+    };
+    let mut handles = Vec::with_capacity(plan.threads);
+    for (t, conns) in per_thread.into_iter().enumerate() {
+        let plan = Arc::clone(&plan);
+        let h = std::thread::Builder::new()
+            .name(format!("load-{t}"))
+            .spawn(move || run_worker(plan, tl, t, conns))
+            .map_err(|e| Failure::other(format!("cannot start thread: {e}")))?;
+        handles.push(h);
+    }
+    let mut merged: Option<ThreadStats> = None;
+    let mut utils = Vec::with_capacity(handles.len());
+    let mut failure = None;
+    for h in handles {
+        match h.join() {
+            Ok(Ok(r)) => {
+                utils.push(r.cpu_util);
+                match &mut merged {
+                    Some(m) => m.merge(&r.stats),
+                    None => merged = Some(r.stats),
+                }
+            }
+            Ok(Err(e)) => failure = Some(Failure::other(format!("load thread failed: {e}"))),
+            Err(_) => failure = Some(Failure::other("worker thread panicked")),
+        }
+    }
+    if signal::INTERRUPTED.load(Ordering::Relaxed) {
+        return Err(Failure::interrupted());
+    }
+    if let Some(f) = failure {
+        return Err(f);
+    }
+    let wall_s = (mono_ns() - start_ns) as f64 / 1e9;
+    let cpu = process_cpu().since(cpu_before);
+    let mut stats = merged.ok_or_else(|| Failure::other("no worker threads"))?;
+    stats.finish();
+    let facts = RunFacts {
+        cpu,
+        wall_s,
+        thread_cpu_util: utils,
+        preflight_sockets,
+    };
+    Ok(Document::build(&plan, &stats, &facts))
+}

@@ -1,0 +1,228 @@
+//! A validated load plan built from the command line: URL, request bytes, threads,
+//! connection split and timing.
+
+use std::net::SocketAddr;
+
+use super::schedule::ArrivalKind;
+use crate::cli::{Arrival, HttpOpts};
+use crate::exit::Failure;
+use crate::url::HttpUrl;
+
+/// Most per-interval buckets one run may have.
+pub const MAX_INTERVALS: u64 = 3600;
+
+/// Everything the workers need, immutable during the run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub url: HttpUrl,
+    pub addr: SocketAddr,
+    pub request: Vec<u8>,
+    pub head_request: bool,
+    pub method: String,
+    pub headers: Vec<(String, String)>,
+    pub body_size: u64,
+    pub rate: Option<f64>,
+    pub arrival: ArrivalKind,
+    pub connections: usize,
+    pub threads: usize,
+    pub duration_ns: u64,
+    pub warmup_ns: u64,
+    pub timeout_ns: u64,
+    pub interval_ns: u64,
+    pub new_connection_per_request: bool,
+    pub max_lag_ns: u64,
+    pub spin_ns: u64,
+    pub realtime: bool,
+    pub seed: u64,
+}
+
+impl Plan {
+    /// Validate `opts` (exit 2 on problems). `addr` is filled in by [`Plan::with_addr`].
+    pub fn from_opts(opts: &HttpOpts, cpus: usize) -> Result<Self, Failure> {
+        let url = HttpUrl::parse(&opts.url).map_err(Failure::usage)?;
+        if opts.duration < 1_000_000 {
+            return Err(Failure::usage("--duration must be at least 1ms"));
+        }
+        if opts.timeout < 1_000_000 {
+            return Err(Failure::usage("--timeout must be at least 1ms"));
+        }
+        if opts.interval < 1_000_000 {
+            return Err(Failure::usage("--interval must be at least 1ms"));
+        }
+        if opts.duration.div_ceil(opts.interval) > MAX_INTERVALS {
+            return Err(Failure::usage(format!(
+                "--duration/--interval gives more than {MAX_INTERVALS} intervals"
+            )));
+        }
+        if opts.spin > 1_000_000 {
+            return Err(Failure::usage("--spin must be at most 1ms"));
+        }
+        if opts.realtime && opts.rate.is_none() {
+            return Err(Failure::usage(
+                "--realtime needs --rate (a closed loop would starve the target's CPU)",
+            ));
+        }
+        let method = opts.method.to_ascii_uppercase();
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return Err(Failure::usage(format!("bad --method {:?}", opts.method)));
+        }
+        let mut headers = Vec::new();
+        for h in &opts.headers {
+            let (k, v) = h.split_once(':').ok_or_else(|| {
+                Failure::usage(format!("bad --header {h:?}: expected 'Name: value'"))
+            })?;
+            let k = k.trim();
+            if k.is_empty() || !k.bytes().all(|b| b.is_ascii_graphic()) || v.contains(['\r', '\n'])
+            {
+                return Err(Failure::usage(format!("bad --header {h:?}")));
+            }
+            headers.push((k.to_string(), v.trim().to_string()));
+        }
+        if opts.body_size > 64 << 20 {
+            return Err(Failure::usage("--body-size above 64 MiB"));
+        }
+        let connections = opts.connections as usize;
+        let threads = opts
+            .threads
+            .map(|t| t as usize)
+            .unwrap_or(cpus)
+            .clamp(1, connections);
+        let request = build_request(
+            &method,
+            &url,
+            &headers,
+            opts.body_size,
+            opts.new_connection_per_request,
+        );
+        Ok(Self {
+            head_request: method == "HEAD",
+            url,
+            addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+            request,
+            method,
+            headers,
+            body_size: opts.body_size,
+            rate: opts.rate,
+            arrival: match opts.arrival {
+                Arrival::Constant => ArrivalKind::Constant,
+                Arrival::Poisson => ArrivalKind::Poisson,
+            },
+            connections,
+            threads,
+            duration_ns: opts.duration,
+            warmup_ns: opts.warmup,
+            timeout_ns: opts.timeout,
+            interval_ns: opts.interval,
+            new_connection_per_request: opts.new_connection_per_request,
+            max_lag_ns: opts.max_lag,
+            spin_ns: opts.spin,
+            realtime: opts.realtime,
+            seed: opts.seed,
+        })
+    }
+
+    /// Connections owned by thread `t` (an even split; the first threads get the rest).
+    pub fn connections_of(&self, t: usize) -> usize {
+        self.connections / self.threads + usize::from(t < self.connections % self.threads)
+    }
+
+    /// Number of per-interval buckets in the window.
+    pub fn interval_count(&self) -> usize {
+        self.duration_ns.div_ceil(self.interval_ns) as usize
+    }
+}
+
+/// The exact bytes sent for every request.
+pub fn build_request(
+    method: &str,
+    url: &HttpUrl,
+    headers: &[(String, String)],
+    body_size: u64,
+    close: bool,
+) -> Vec<u8> {
+    let mut req = format!("{method} {} HTTP/1.1\r\n", url.path_and_query);
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req.push_str(&format!("Host: {}\r\n", url.authority()));
+    }
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if body_size > 0
+        && !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+    {
+        req.push_str(&format!("Content-Length: {body_size}\r\n"));
+    }
+    if close {
+        req.push_str("Connection: close\r\n");
+    }
+    req.push_str("\r\n");
+    let mut bytes = req.into_bytes();
+    bytes.resize(bytes.len() + body_size as usize, b'x');
+    bytes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn plan(args: &[&str]) -> Result<Plan, Failure> {
+        let mut argv = vec!["netperf-driver", "http"];
+        argv.extend_from_slice(args);
+        let opts = crate::cli::Opts::try_parse_from(argv).unwrap();
+        match opts.command {
+            crate::cli::Command::Http(h) => Plan::from_opts(&h, 2),
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn request_bytes_and_host_override() {
+        let p = plan(&[
+            "http://127.0.0.1:8080/x?y=1",
+            "-H",
+            "Host: example",
+            "--body-size",
+            "3",
+            "-m",
+            "post",
+        ])
+        .unwrap();
+        let text = String::from_utf8(p.request.clone()).unwrap();
+        assert_eq!(
+            text,
+            "POST /x?y=1 HTTP/1.1\r\nHost: example\r\nContent-Length: 3\r\n\r\nxxx"
+        );
+        let p = plan(&["http://h:81/", "--new-connection-per-request"]).unwrap();
+        assert_eq!(
+            String::from_utf8(p.request).unwrap(),
+            "GET / HTTP/1.1\r\nHost: h:81\r\nConnection: close\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn threads_and_connection_split() {
+        let p = plan(&["http://h/", "-c", "5", "-t", "3"]).unwrap();
+        assert_eq!(
+            (0..3).map(|t| p.connections_of(t)).collect::<Vec<_>>(),
+            vec![2, 2, 1]
+        );
+        let p = plan(&["http://h/", "-c", "1"]).unwrap();
+        assert_eq!(p.threads, 1, "never more threads than connections");
+    }
+
+    #[test]
+    fn rejects_bad_input() {
+        assert!(plan(&["https://h/"]).is_err());
+        assert!(plan(&["http://h/", "-H", "nocolon"]).is_err());
+        assert!(plan(&["http://h/", "-m", "G T"]).is_err());
+        assert!(plan(&["http://h/", "-d", "2h", "--interval", "1s"]).is_err());
+        assert!(
+            plan(&["http://h/", "--realtime"]).is_err(),
+            "realtime needs open loop"
+        );
+        assert!(plan(&["http://h/", "--realtime", "-r", "100"]).is_ok());
+    }
+}

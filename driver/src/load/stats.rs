@@ -1,0 +1,255 @@
+//! Per-thread measurement state: histograms, counters, intervals; merged at the end.
+
+use crate::health::CpuTimes;
+use crate::hist::{self, IntervalHistogram, LatencyHistogram};
+
+/// Transport error kinds, in the order of the JSON `errors` object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    ConnectRefused = 0,
+    ConnectTimeout = 1,
+    Timeout = 2,
+    Reset = 3,
+    ReadError = 4,
+    Other = 5,
+}
+
+/// JSON names of the error kinds, indexed by `ErrorKind as usize`.
+pub const ERROR_NAMES: [&str; 6] = [
+    "connect_refused",
+    "connect_timeout",
+    "timeout",
+    "reset",
+    "read_error",
+    "other",
+];
+
+impl ErrorKind {
+    /// Classify an I/O error from connect.
+    pub fn from_connect(e: &std::io::Error) -> Self {
+        match e.raw_os_error() {
+            Some(libc::ECONNREFUSED) => ErrorKind::ConnectRefused,
+            Some(libc::ETIMEDOUT) => ErrorKind::ConnectTimeout,
+            _ => ErrorKind::Other,
+        }
+    }
+
+    /// Classify an I/O error from read or write on an established connection.
+    pub fn from_io(e: &std::io::Error) -> Self {
+        match e.raw_os_error() {
+            Some(libc::ECONNRESET) | Some(libc::EPIPE) | Some(libc::ECONNABORTED) => {
+                ErrorKind::Reset
+            }
+            Some(libc::ETIMEDOUT) => ErrorKind::Timeout,
+            _ => ErrorKind::ReadError,
+        }
+    }
+}
+
+/// Counters and a compact histogram for one interval.
+#[derive(Debug, Clone)]
+pub struct IntervalAcc {
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub latency: IntervalHistogram,
+}
+
+impl IntervalAcc {
+    fn new() -> Self {
+        Self {
+            requests: 0,
+            ok: 0,
+            errors: 0,
+            latency: hist::new_interval(),
+        }
+    }
+}
+
+/// Everything one worker thread measured.
+#[derive(Debug, Clone)]
+pub struct ThreadStats {
+    pub latency: LatencyHistogram,
+    pub service: LatencyHistogram,
+    pub lag: LatencyHistogram,
+    pub connect: LatencyHistogram,
+    pub status: Vec<u64>,
+    pub requests: u64,
+    pub ok: u64,
+    pub non_2xx: u64,
+    pub errors: [u64; 6],
+    pub sockets_opened: u64,
+    pub reconnects: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub scheduled: u64,
+    pub queued: u64,
+    pub intervals: Vec<IntervalAcc>,
+    pub cpu: CpuTimes,
+    pub wall_ns: u64,
+    window_start_ns: u64,
+    interval_ns: u64,
+    max_intervals: usize,
+    open_loop: bool,
+}
+
+impl ThreadStats {
+    /// Empty stats for a window starting at `window_start_ns` with `intervals` buckets.
+    pub fn new(window_start_ns: u64, interval_ns: u64, intervals: usize, open_loop: bool) -> Self {
+        Self {
+            latency: hist::new_latency(),
+            service: hist::new_latency(),
+            lag: hist::new_latency(),
+            connect: hist::new_latency(),
+            status: vec![0; 1000],
+            requests: 0,
+            ok: 0,
+            non_2xx: 0,
+            errors: [0; 6],
+            sockets_opened: 0,
+            reconnects: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            scheduled: 0,
+            queued: 0,
+            intervals: Vec::new(),
+            cpu: CpuTimes::default(),
+            wall_ns: 0,
+            window_start_ns,
+            interval_ns: interval_ns.max(1),
+            max_intervals: intervals.max(1),
+            open_loop,
+        }
+    }
+
+    fn interval(&mut self, at_ns: u64) -> &mut IntervalAcc {
+        let i = ((at_ns.saturating_sub(self.window_start_ns)) / self.interval_ns) as usize;
+        let i = i.min(self.max_intervals - 1);
+        while self.intervals.len() <= i {
+            self.intervals.push(IntervalAcc::new());
+        }
+        &mut self.intervals[i]
+    }
+
+    /// A response for a request counted in the window. `start_ns` is the intended send
+    /// time (open loop) or the actual send time (closed loop).
+    #[inline]
+    pub fn response(&mut self, start_ns: u64, sent_ns: u64, done_ns: u64, status: u16) {
+        self.requests += 1;
+        self.status[(status as usize).min(999)] += 1;
+        let latency = done_ns.saturating_sub(start_ns);
+        let ok = (200..300).contains(&status);
+        if ok {
+            self.ok += 1;
+            hist::record(&mut self.latency, latency);
+            if self.open_loop {
+                hist::record(&mut self.service, done_ns.saturating_sub(sent_ns));
+            }
+        } else {
+            self.non_2xx += 1;
+        }
+        let acc = self.interval(start_ns);
+        acc.requests += 1;
+        if ok {
+            acc.ok += 1;
+            hist::record_interval(&mut acc.latency, latency);
+        } else {
+            acc.errors += 1;
+        }
+    }
+
+    /// A transport error attributed to time `at_ns` in the window.
+    pub fn error(&mut self, kind: ErrorKind, at_ns: u64) {
+        self.errors[kind as usize] += 1;
+        self.interval(at_ns).errors += 1;
+    }
+
+    /// Closed loop: service time equals latency, so copy instead of recording twice.
+    pub fn finish(&mut self) {
+        if !self.open_loop {
+            self.service = self.latency.clone();
+        }
+    }
+
+    /// Add `other` into `self`.
+    pub fn merge(&mut self, other: &ThreadStats) {
+        hist::merge(&mut self.latency, &other.latency);
+        hist::merge(&mut self.service, &other.service);
+        hist::merge(&mut self.lag, &other.lag);
+        hist::merge(&mut self.connect, &other.connect);
+        for (a, b) in self.status.iter_mut().zip(&other.status) {
+            *a += b;
+        }
+        for (a, b) in self.errors.iter_mut().zip(&other.errors) {
+            *a += b;
+        }
+        self.requests += other.requests;
+        self.ok += other.ok;
+        self.non_2xx += other.non_2xx;
+        self.sockets_opened += other.sockets_opened;
+        self.reconnects += other.reconnects;
+        self.bytes_sent += other.bytes_sent;
+        self.bytes_received += other.bytes_received;
+        self.scheduled += other.scheduled;
+        self.queued += other.queued;
+        while self.intervals.len() < other.intervals.len() {
+            self.intervals.push(IntervalAcc::new());
+        }
+        for (a, b) in self.intervals.iter_mut().zip(&other.intervals) {
+            a.requests += b.requests;
+            a.ok += b.ok;
+            a.errors += b.errors;
+            a.latency.add(&b.latency).expect("same bounds");
+        }
+        self.cpu = CpuTimes {
+            user_s: self.cpu.user_s + other.cpu.user_s,
+            sys_s: self.cpu.sys_s + other.cpu.sys_s,
+        };
+        self.wall_ns = self.wall_ns.max(other.wall_ns);
+    }
+
+    /// Total transport errors.
+    pub fn error_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn responses_split_by_status_and_interval() {
+        let mut s = ThreadStats::new(1_000_000_000, 1_000_000_000, 3, true);
+        s.response(1_000_000_000, 1_000_000_100, 1_000_050_000, 200);
+        s.response(2_500_000_000, 2_500_000_000, 2_500_100_000, 503);
+        s.error(ErrorKind::Reset, 2_600_000_000);
+        assert_eq!((s.requests, s.ok, s.non_2xx, s.error_total()), (2, 1, 1, 1));
+        assert_eq!(s.latency.len(), 1);
+        assert_eq!(s.service.len(), 1);
+        assert_eq!(s.intervals.len(), 2);
+        assert_eq!((s.intervals[1].requests, s.intervals[1].errors), (1, 2));
+        assert_eq!(s.status[503], 1);
+    }
+
+    #[test]
+    fn merge_adds_everything() {
+        let mut a = ThreadStats::new(0, 1_000, 10, false);
+        let mut b = ThreadStats::new(0, 1_000, 10, false);
+        a.response(0, 0, 5_000, 200);
+        b.response(3_500, 3_500, 9_000, 200);
+        b.error(ErrorKind::Timeout, 9_999);
+        a.merge(&b);
+        a.finish();
+        assert_eq!(a.requests, 2);
+        assert_eq!(a.latency.len(), 2);
+        assert_eq!(
+            a.service.len(),
+            2,
+            "closed loop copies latency into service time"
+        );
+        assert_eq!(a.errors[ErrorKind::Timeout as usize], 1);
+        assert_eq!(a.intervals.len(), 10);
+        assert_eq!(a.intervals[9].errors, 1);
+    }
+}

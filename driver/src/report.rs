@@ -1,0 +1,323 @@
+//! The result document (JSON, schema_version 1, see docs/driver-output.md) and its
+//! human-readable text form.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::health::{saturation_reasons, CpuTimes, HealthInputs};
+use crate::hist::{summarize, LatencyStats};
+use crate::load::plan::Plan;
+use crate::load::stats::{ThreadStats, ERROR_NAMES};
+
+/// Version of the JSON layout.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The whole `--json` document.
+#[derive(Debug, Serialize)]
+pub struct Document {
+    pub schema_version: u32,
+    pub tool: Tool,
+    pub config: Config,
+    pub summary: Summary,
+    pub latency_ns: LatencyStats,
+    pub service_time_ns: LatencyStats,
+    pub schedule_lag_ns: Option<LatencyStats>,
+    pub connect_time_ns: Option<LatencyStats>,
+    pub intervals: Vec<IntervalDoc>,
+    pub client: Client,
+}
+
+/// Tool name and version.
+#[derive(Debug, Serialize)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+/// The configuration that was run.
+#[derive(Debug, Serialize)]
+pub struct Config {
+    pub url: String,
+    pub mode: &'static str,
+    pub connections: usize,
+    pub threads: usize,
+    pub rate: Option<f64>,
+    pub arrival: &'static str,
+    pub duration_s: f64,
+    pub warmup_s: f64,
+    pub timeout_s: f64,
+    pub interval_s: f64,
+    pub method: String,
+    pub headers: BTreeMap<String, String>,
+    pub body_size: u64,
+    pub new_connection_per_request: bool,
+    pub spin_s: f64,
+    pub realtime: bool,
+}
+
+/// Counts for the measured window.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub duration_s: f64,
+    pub requested_rps: Option<f64>,
+    pub achieved_rps: f64,
+    pub requests: u64,
+    pub ok: u64,
+    pub non_2xx: u64,
+    pub status_codes: BTreeMap<String, u64>,
+    pub errors: BTreeMap<&'static str, u64>,
+    pub sockets_opened: u64,
+    pub reconnects: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    /// Open loop: requests scheduled in the window (null for closed loop).
+    pub scheduled: Option<u64>,
+    /// Open loop: requests that had to wait for a free connection.
+    pub queued: u64,
+}
+
+/// One interval of the window.
+#[derive(Debug, Serialize)]
+pub struct IntervalDoc {
+    pub start_s: f64,
+    pub requests: u64,
+    pub ok: u64,
+    pub errors: u64,
+    pub rps: f64,
+    pub p50_ns: Option<u64>,
+    pub p99_ns: Option<u64>,
+}
+
+/// Health of the load generator.
+#[derive(Debug, Serialize)]
+pub struct Client {
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    pub cpu_util: f64,
+    pub threads: usize,
+    pub thread_cpu_util: Vec<f64>,
+    pub schedule_lag_p99_ns: Option<u64>,
+    pub achieved_ratio: Option<f64>,
+    pub saturated: bool,
+    pub saturation_reasons: Vec<String>,
+}
+
+/// Process-level inputs besides the merged statistics.
+pub struct RunFacts {
+    /// Process CPU during the run.
+    pub cpu: CpuTimes,
+    /// Wall time of the run (warmup, window and drain).
+    pub wall_s: f64,
+    /// CPU share per worker thread.
+    pub thread_cpu_util: Vec<f64>,
+    /// Sockets opened before the clock started.
+    pub preflight_sockets: u64,
+}
+
+impl Document {
+    /// Assemble the document from the plan and the merged statistics.
+    pub fn build(plan: &Plan, stats: &ThreadStats, facts: &RunFacts) -> Self {
+        let open = plan.rate.is_some();
+        let duration_s = plan.duration_ns as f64 / 1e9;
+        let achieved_rps = stats.requests as f64 / duration_s;
+        let lag = open.then(|| summarize(&stats.lag));
+        let lag_p99 = lag.as_ref().map(|l| l.p99);
+        let achieved_ratio = open.then(|| {
+            if stats.scheduled == 0 {
+                0.0
+            } else {
+                (stats.requests + stats.error_total()) as f64 / stats.scheduled as f64
+            }
+        });
+        let reasons = saturation_reasons(&HealthInputs {
+            open_loop: open,
+            achieved_ratio,
+            lag_p99_ns: lag_p99,
+            max_lag_ns: plan.max_lag_ns,
+            thread_cpu_util: facts.thread_cpu_util.clone(),
+        });
+        let interval_s = plan.interval_ns as f64 / 1e9;
+        let intervals = (0..plan.interval_count())
+            .map(|i| {
+                let start_s = i as f64 * interval_s;
+                let len_s = interval_s.min(duration_s - start_s);
+                match stats.intervals.get(i) {
+                    Some(acc) => {
+                        let q =
+                            |p| (!acc.latency.is_empty()).then(|| acc.latency.value_at_quantile(p));
+                        IntervalDoc {
+                            start_s,
+                            requests: acc.requests,
+                            ok: acc.ok,
+                            errors: acc.errors,
+                            rps: acc.requests as f64 / len_s,
+                            p50_ns: q(0.5),
+                            p99_ns: q(0.99),
+                        }
+                    }
+                    None => IntervalDoc {
+                        start_s,
+                        requests: 0,
+                        ok: 0,
+                        errors: 0,
+                        rps: 0.0,
+                        p50_ns: None,
+                        p99_ns: None,
+                    },
+                }
+            })
+            .collect();
+        let status_codes = stats
+            .status
+            .iter()
+            .enumerate()
+            .filter(|(_, n)| **n > 0)
+            .map(|(code, n)| (code.to_string(), *n))
+            .collect();
+        let errors = ERROR_NAMES
+            .iter()
+            .zip(stats.errors)
+            .map(|(k, v)| (*k, v))
+            .collect();
+        let busy_s = facts.cpu.total();
+        Document {
+            schema_version: SCHEMA_VERSION,
+            tool: Tool {
+                name: "netperf-driver",
+                version: env!("CARGO_PKG_VERSION"),
+            },
+            config: Config {
+                url: format!("http://{}{}", plan.url.authority(), plan.url.path_and_query),
+                mode: if open { "open" } else { "closed" },
+                connections: plan.connections,
+                threads: plan.threads,
+                rate: plan.rate,
+                arrival: match plan.arrival {
+                    crate::load::schedule::ArrivalKind::Constant => "constant",
+                    crate::load::schedule::ArrivalKind::Poisson => "poisson",
+                },
+                duration_s,
+                warmup_s: plan.warmup_ns as f64 / 1e9,
+                timeout_s: plan.timeout_ns as f64 / 1e9,
+                interval_s,
+                method: plan.method.clone(),
+                headers: plan.headers.iter().cloned().collect(),
+                body_size: plan.body_size,
+                new_connection_per_request: plan.new_connection_per_request,
+                spin_s: plan.spin_ns as f64 / 1e9,
+                realtime: plan.realtime,
+            },
+            summary: Summary {
+                duration_s,
+                requested_rps: plan.rate,
+                achieved_rps,
+                requests: stats.requests,
+                ok: stats.ok,
+                non_2xx: stats.non_2xx,
+                status_codes,
+                errors,
+                sockets_opened: stats.sockets_opened + facts.preflight_sockets,
+                reconnects: stats.reconnects,
+                bytes_sent: stats.bytes_sent,
+                bytes_received: stats.bytes_received,
+                scheduled: open.then_some(stats.scheduled),
+                queued: stats.queued,
+            },
+            latency_ns: summarize(&stats.latency),
+            service_time_ns: summarize(&stats.service),
+            schedule_lag_ns: lag,
+            connect_time_ns: plan
+                .new_connection_per_request
+                .then(|| summarize(&stats.connect)),
+            intervals,
+            client: Client {
+                cpu_user_s: facts.cpu.user_s,
+                cpu_sys_s: facts.cpu.sys_s,
+                cpu_util: if facts.wall_s > 0.0 {
+                    busy_s / (facts.wall_s * plan.threads as f64)
+                } else {
+                    0.0
+                },
+                threads: plan.threads,
+                thread_cpu_util: facts.thread_cpu_util.clone(),
+                schedule_lag_p99_ns: lag_p99,
+                achieved_ratio,
+                saturated: !reasons.is_empty(),
+                saturation_reasons: reasons,
+            },
+        }
+    }
+
+    /// Human-readable report.
+    pub fn to_text(&self) -> String {
+        let s = &self.summary;
+        let c = &self.config;
+        let mut out = String::new();
+        let load = match c.rate {
+            Some(r) => format!("open loop {r} rps ({})", c.arrival),
+            None => "closed loop".to_string(),
+        };
+        out.push_str(&format!(
+            "netperf-driver {}: {} {}, {} connections, {} threads, {}s (+{}s warmup)\n",
+            self.tool.version, c.url, load, c.connections, c.threads, c.duration_s, c.warmup_s
+        ));
+        out.push_str(&format!(
+            "  requests {}  ok {}  non-2xx {}  achieved {:.1} rps\n",
+            s.requests, s.ok, s.non_2xx, s.achieved_rps
+        ));
+        let errs: Vec<String> = s
+            .errors
+            .iter()
+            .filter(|(_, v)| **v > 0)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        out.push_str(&format!(
+            "  errors {}  sockets opened {}  reconnects {}\n",
+            if errs.is_empty() {
+                "none".to_string()
+            } else {
+                errs.join(" ")
+            },
+            s.sockets_opened,
+            s.reconnects
+        ));
+        let row = |name: &str, l: &LatencyStats| {
+            format!(
+                "  {name:<13} p50 {:>10}  p90 {:>10}  p99 {:>10}  p99.9 {:>10}  max {:>10}  (n={})\n",
+                fmt_ns(l.p50), fmt_ns(l.p90), fmt_ns(l.p99), fmt_ns(l.p999), fmt_ns(l.max), l.count
+            )
+        };
+        out.push_str(&row("latency", &self.latency_ns));
+        out.push_str(&row("service time", &self.service_time_ns));
+        if let Some(l) = &self.schedule_lag_ns {
+            out.push_str(&row("schedule lag", l));
+        }
+        if let Some(l) = &self.connect_time_ns {
+            out.push_str(&row("connect", l));
+        }
+        let cl = &self.client;
+        out.push_str(&format!(
+            "  client cpu user {:.2}s sys {:.2}s util {:.0}%  {}\n",
+            cl.cpu_user_s,
+            cl.cpu_sys_s,
+            cl.cpu_util * 100.0,
+            if cl.saturated {
+                format!("SATURATED: {}", cl.saturation_reasons.join("; "))
+            } else {
+                "healthy".into()
+            }
+        ));
+        out
+    }
+}
+
+/// Format nanoseconds with a readable unit.
+pub fn fmt_ns(ns: u64) -> String {
+    match ns {
+        0..=9_999 => format!("{ns}ns"),
+        10_000..=9_999_999 => format!("{:.1}us", ns as f64 / 1e3),
+        10_000_000..=9_999_999_999 => format!("{:.2}ms", ns as f64 / 1e6),
+        _ => format!("{:.2}s", ns as f64 / 1e9),
+    }
+}

@@ -1,0 +1,130 @@
+//! Minimal `http://` URL parsing (the driver speaks plain HTTP/1.1 only).
+
+use std::net::{SocketAddr, ToSocketAddrs};
+
+/// A parsed `http://host[:port]/path?query` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpUrl {
+    /// Host name or IP literal (IPv6 without brackets).
+    pub host: String,
+    /// TCP port (80 when absent).
+    pub port: u16,
+    /// Path plus query, always starting with `/`.
+    pub path_and_query: String,
+}
+
+impl HttpUrl {
+    /// Parse `text`; only the `http` scheme is accepted.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let rest = text
+            .strip_prefix("http://")
+            .ok_or_else(|| format!("bad URL {text:?}: only http:// URLs are supported"))?;
+        let (authority, path) = match rest.find(['/', '?']) {
+            Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
+            Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
+            None => (rest, "/".to_string()),
+        };
+        if authority.is_empty() || authority.contains('@') {
+            return Err(format!("bad URL {text:?}: missing or unsupported host"));
+        }
+        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+            let end = v6
+                .find(']')
+                .ok_or_else(|| format!("bad URL {text:?}: unclosed ["))?;
+            let host = &v6[..end];
+            let after = &v6[end + 1..];
+            let port = match after.strip_prefix(':') {
+                Some(p) => parse_port(p, text)?,
+                None if after.is_empty() => 80,
+                None => return Err(format!("bad URL {text:?}")),
+            };
+            (host.to_string(), port)
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h.to_string(), parse_port(p, text)?),
+                None => (authority.to_string(), 80),
+            }
+        };
+        if host.is_empty() {
+            return Err(format!("bad URL {text:?}: empty host"));
+        }
+        Ok(Self {
+            host,
+            port,
+            path_and_query: path,
+        })
+    }
+
+    /// The `Host` header value (`host` or `host:port`).
+    pub fn authority(&self) -> String {
+        let host = if self.host.contains(':') {
+            format!("[{}]", self.host)
+        } else {
+            self.host.clone()
+        };
+        if self.port == 80 {
+            host
+        } else {
+            format!("{host}:{}", self.port)
+        }
+    }
+
+    /// Resolve to socket addresses (DNS for names).
+    pub fn resolve(&self) -> Result<Vec<SocketAddr>, String> {
+        let addrs: Vec<SocketAddr> = (self.host.as_str(), self.port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {}: {e}", self.host))?
+            .collect();
+        if addrs.is_empty() {
+            return Err(format!("cannot resolve {}: no addresses", self.host));
+        }
+        Ok(addrs)
+    }
+}
+
+fn parse_port(p: &str, url: &str) -> Result<u16, String> {
+    p.parse::<u16>()
+        .ok()
+        .filter(|&v| v != 0)
+        .ok_or_else(|| format!("bad URL {url:?}: invalid port {p:?}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_common_forms() {
+        let u = HttpUrl::parse("http://127.0.0.1:8080/a/b?x=1").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.port, u.path_and_query.as_str()),
+            ("127.0.0.1", 8080, "/a/b?x=1")
+        );
+        let u = HttpUrl::parse("http://echo").unwrap();
+        assert_eq!(
+            (u.port, u.path_and_query.as_str(), u.authority().as_str()),
+            (80, "/", "echo")
+        );
+        let u = HttpUrl::parse("http://h:81?depth=3").unwrap();
+        assert_eq!(u.path_and_query, "/?depth=3");
+        let u = HttpUrl::parse("http://[::1]:9000/").unwrap();
+        assert_eq!(
+            (u.host.as_str(), u.authority().as_str()),
+            ("::1", "[::1]:9000")
+        );
+    }
+
+    #[test]
+    fn rejects_bad_urls() {
+        for bad in [
+            "https://x/",
+            "ftp://x",
+            "http://",
+            "http://h:0/",
+            "http://h:99999/",
+            "x",
+        ] {
+            assert!(HttpUrl::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
