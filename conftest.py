@@ -1,0 +1,3 @@
+"""Repository-level pytest configuration for the test suite."""
+
+pytest_plugins = ["pytester"]

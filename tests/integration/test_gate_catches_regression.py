@@ -1,0 +1,70 @@
+"""The gate's reason to exist, tested: a real infrastructure regression fails it.
+
+The sample change is a gateway config that drops upstream keep-alive (nginx opens a new
+connection to the echo server for every request). A baseline is recorded with the good
+config; the regressed config must FAIL against it, and reverting must PASS again.
+Real nginx and echo containers, the real driver, three pytest runs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
+from pytest_netperf.runtime.client import docker_client
+from pytest_netperf.runtime.images import resolve_image
+
+pytestmark = pytest.mark.docker
+
+GATE = """
+import os
+import pytest
+from pytest_netperf.topology import builders
+
+KEEPALIVE = os.environ["GATEWAY_UPSTREAM_KEEPALIVE"] == "on"
+
+
+@pytest.mark.netperf("rps >= 0.85x baseline", "p50 <= 1.25x baseline", "sockets <= 32")
+def test_nginx_gateway(netperf, netperf_topology):
+    gateway = netperf_topology(builders.gateway_topology("nginx", upstream_keepalive=KEEPALIVE))
+    netperf.measure(gateway.endpoint("gateway"), connections=32)
+"""
+
+RUN = ["--netperf-rounds=5", "--netperf-max-rounds=10", "--netperf-duration=1", "--netperf-warmup=0.5",
+       "-p", "no:cacheprovider", "-rA"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_docker_and_images() -> None:
+    try:
+        client = docker_client()
+        for role in ("echo", "nginx"):
+            resolve_image(role, None, client)
+    except (RuntimeUnavailable, ImageMissingError) as exc:
+        pytest.skip(str(exc))
+
+
+def test_dropping_upstream_keepalive_fails_the_gate_and_reverting_passes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_gateway=GATE)
+
+    monkeypatch.setenv("GATEWAY_UPSTREAM_KEEPALIVE", "on")
+    record = pytester.runpytest_subprocess(*RUN, "--netperf-update-baseline")
+    assert record.ret == 0, record.stdout.str()[-3000:]
+    (baseline,) = Path(pytester.path, ".netperf").glob("*.json")
+    assert json.loads(baseline.read_text())["test_id"] == "test_gateway.py::test_nginx_gateway"
+
+    monkeypatch.setenv("GATEWAY_UPSTREAM_KEEPALIVE", "off")
+    regressed = pytester.runpytest_subprocess(*RUN, "--netperf-json=regressed.json")
+    assert regressed.ret == pytest.ExitCode.TESTS_FAILED, regressed.stdout.str()[-3000:]
+    rows = json.loads(Path(pytester.path, "regressed.json").read_text())["rows"]
+    verdicts = {r["budget"]: r["verdict"] for r in rows}
+    assert "FAIL" in (verdicts["rps >= 0.85x baseline"], verdicts["p50 <= 1.25x baseline"]), verdicts
+
+    monkeypatch.setenv("GATEWAY_UPSTREAM_KEEPALIVE", "on")
+    reverted = pytester.runpytest_subprocess(*RUN)
+    assert reverted.ret == 0, reverted.stdout.str()[-3000:]
