@@ -39,9 +39,7 @@ def outcome_row(outcome: BudgetOutcome, gate: Gate) -> dict[str, Any]:
             "mde": _plain(v.mde),
             "exact": bool(v.exact),
         }
-    ref = outcome.reference_label
-    if ref == "reference" and m.reference is not None:
-        ref = f"reference {m.reference.url}"
+    ref = outcome.reference_label  # "reference", "baseline" or "absolute"; URLs are in the JSON
     test = gate.test_id if outcome.measurement == "default" else f"{gate.test_id} [{outcome.measurement}]"
     return {
         "test_id": test,

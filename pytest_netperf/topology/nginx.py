@@ -22,7 +22,10 @@ def render_nginx(topology: Topology, node: Node) -> str:
     params = node.params
     workers = int(params.get("workers", 1))
     keepalive = bool(params.get("upstream_keepalive", True))
-    pool = int(params.get("keepalive_connections", 64))
+    # The idle pool must cover the client concurrency: a pool smaller than the number of
+    # concurrent requests closes and reopens upstream connections all the time, and at tens
+    # of thousands of requests/s the TIME_WAIT sockets exhaust the ephemeral ports (502s).
+    pool = int(params.get("keepalive_connections", 1024))
     servers = "\n".join(f"        server {topology.dns_name(u)}:{topology.node(u).port};"
                         for u in node.upstreams)
     temp_paths = "\n".join(f"    {kind}_temp_path {TEMP_PREFIX}{kind};" for kind in _TEMP_KINDS)

@@ -97,7 +97,7 @@ def test_nginx_accepts_gateway_config(tmp_path: Path, sandbox_ready: None, worke
 
 def test_nginx_check_rejects_a_broken_config(tmp_path: Path, sandbox_ready: None) -> None:
     topo = gateway_topology("nginx")
-    broken = render_nginx(topo, topo.node("gw")).replace("keepalive 64;", "keepalive many;")
+    broken = render_nginx(topo, topo.node("gw")).replace("keepalive 1024;", "keepalive many;")
     result = _nginx_check(tmp_path, topo, broken)
     assert result.returncode != 0 and "keepalive" in result.stderr
 

@@ -29,7 +29,7 @@ def test_nginx_renders_workers_pool_and_via_header() -> None:
     text = _nginx(workers=2)
     assert re.search(r"^worker_processes 2;$", text, re.M)
     assert "worker_connections 4096;" in text
-    assert re.search(r"upstream backend \{\s+server echo:8080;\s+keepalive 64;", text)
+    assert re.search(r"upstream backend \{\s+server echo:8080;\s+keepalive 1024;", text)
     assert "proxy_http_version 1.1;" in text and 'proxy_set_header Connection "";' in text
     assert "add_header x-netperf-via gw always;" in text
     assert "access_log off;" in text and "error_log stderr" in text
