@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Optional
 
 #: Error kinds every driver reports (counts; absent kinds are zero).
-ERROR_KINDS = ("connect_refused", "connect_timeout", "timeout", "reset", "read_error", "other")
+ERROR_KINDS = ("connect_refused", "connect_timeout", "timeout", "queue_timeout", "reset", "read_error", "other")
 
 
 @dataclass

@@ -5,10 +5,10 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::health::{saturation_reasons, CpuTimes, HealthInputs};
+use crate::health::{saturation_reasons, CpuTimes, HealthInputs, ThreadUsage};
 use crate::hist::{summarize, LatencyStats};
 use crate::load::plan::Plan;
-use crate::load::stats::{ThreadStats, ERROR_NAMES};
+use crate::load::stats::{ErrorKind, ThreadStats, ERROR_NAMES};
 
 /// Version of the JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -97,6 +97,7 @@ pub struct Client {
     pub cpu_util: f64,
     pub threads: usize,
     pub thread_cpu_util: Vec<f64>,
+    pub thread_busy_util: Vec<Option<f64>>,
     pub schedule_lag_p99_ns: Option<u64>,
     pub achieved_ratio: Option<f64>,
     pub saturated: bool,
@@ -109,8 +110,8 @@ pub struct RunFacts {
     pub cpu: CpuTimes,
     /// Wall time of the run (warmup, window and drain).
     pub wall_s: f64,
-    /// CPU share per worker thread.
-    pub thread_cpu_util: Vec<f64>,
+    /// How each worker thread used its time over the measured window.
+    pub threads: Vec<ThreadUsage>,
     /// Sockets opened before the clock started.
     pub preflight_sockets: u64,
 }
@@ -120,22 +121,26 @@ impl Document {
     pub fn build(plan: &Plan, stats: &ThreadStats, facts: &RunFacts) -> Self {
         let open = plan.rate.is_some();
         let duration_s = plan.duration_ns as f64 / 1e9;
-        let achieved_rps = stats.requests as f64 / duration_s;
+        // What the target really delivered while the window was open (responses to warmup
+        // requests included, responses after the window excluded), so a client queue
+        // served during the drain cannot inflate it.
+        let achieved_rps = stats.completed_in_window as f64 / duration_s;
         let lag = open.then(|| summarize(&stats.lag));
         let lag_p99 = lag.as_ref().map(|l| l.p99);
         let achieved_ratio = open.then(|| {
             if stats.scheduled == 0 {
                 0.0
             } else {
-                (stats.requests + stats.error_total()) as f64 / stats.scheduled as f64
+                stats.requests as f64 / stats.scheduled as f64
             }
         });
         let reasons = saturation_reasons(&HealthInputs {
             open_loop: open,
             achieved_ratio,
+            queue_timeouts: stats.errors[ErrorKind::QueueTimeout as usize],
             lag_p99_ns: lag_p99,
             max_lag_ns: plan.max_lag_ns,
-            thread_cpu_util: facts.thread_cpu_util.clone(),
+            threads: facts.threads.clone(),
         });
         let interval_s = plan.interval_ns as f64 / 1e9;
         let intervals = (0..plan.interval_count())
@@ -151,7 +156,7 @@ impl Document {
                             requests: acc.requests,
                             ok: acc.ok,
                             errors: acc.errors,
-                            rps: acc.requests as f64 / len_s,
+                            rps: acc.completed as f64 / len_s,
                             p50_ns: q(0.5),
                             p99_ns: q(0.99),
                         }
@@ -240,7 +245,8 @@ impl Document {
                     0.0
                 },
                 threads: plan.threads,
-                thread_cpu_util: facts.thread_cpu_util.clone(),
+                thread_cpu_util: facts.threads.iter().map(|u| u.cpu_util).collect(),
+                thread_busy_util: facts.threads.iter().map(|u| u.busy_util).collect(),
                 schedule_lag_p99_ns: lag_p99,
                 achieved_ratio,
                 saturated: !reasons.is_empty(),

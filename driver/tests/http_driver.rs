@@ -4,10 +4,21 @@ mod common;
 
 use common::{assert_schema_valid, run, Echo};
 
+/// Held by the test that overloads the machine and by the open-loop tests whose timing it
+/// would disturb (cargo runs the tests of this file in parallel).
+static CPU_HEAVY: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn heavy_lock() -> std::sync::MutexGuard<'static, ()> {
+    CPU_HEAVY.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn num(v: &serde_json::Value, path: &str) -> f64 {
     let mut cur = v;
     for key in path.split('.') {
-        cur = &cur[key];
+        cur = match (cur.is_array(), key.parse::<usize>()) {
+            (true, Ok(i)) => &cur[i],
+            _ => &cur[key],
+        };
     }
     cur.as_f64()
         .unwrap_or_else(|| panic!("{path} is not a number: {cur}"))
@@ -59,6 +70,7 @@ fn closed_loop_output_matches_schema_and_counts_keep_alive_sockets() {
 
 #[test]
 fn open_loop_sends_exactly_the_timetable_and_measures_the_delay() {
+    let _serial = heavy_lock();
     let echo = Echo::start(&[]);
     let r = run(&[
         "http",
@@ -88,6 +100,111 @@ fn open_loop_sends_exactly_the_timetable_and_measures_the_delay() {
     assert!(num(&doc, "latency_ns.p50") >= num(&doc, "service_time_ns.p50"));
     assert_eq!(num(&doc, "schedule_lag_ns.count"), 400.0);
     assert!((num(&doc, "client.achieved_ratio") - 1.0).abs() < 1e-9);
+}
+
+/// Closed-loop rps of one thread with 64 connections: what this client can really do here.
+fn closed_loop_rps(url: &str) -> f64 {
+    let r = run(&[
+        "http", url, "-c", "64", "-t", "1", "-d", "1s", "-w", "200ms", "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    num(&r.json(), "summary.achieved_rps")
+}
+
+#[test]
+fn open_loop_the_client_cannot_sustain_is_saturated_and_not_inflated() {
+    let _serial = heavy_lock();
+    let echo = Echo::start(&[]);
+    let url = echo.url("/");
+    let before = closed_loop_rps(&url);
+    let started = std::time::Instant::now();
+    let r = run(&[
+        "http",
+        &url,
+        "-r",
+        "1000000",
+        "-c",
+        "64",
+        "-t",
+        "1",
+        "-d",
+        "1s",
+        "-w",
+        "200ms",
+        "--timeout",
+        "500ms",
+        "--json",
+    ]);
+    let wall = started.elapsed();
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let after = closed_loop_rps(&url);
+    let doc = r.json();
+    assert_schema_valid(&doc);
+    let reasons = doc["client"]["saturation_reasons"].to_string();
+    assert_eq!(doc["client"]["saturated"], true, "{reasons}");
+    assert!(reasons.contains("thread 0"), "{reasons}");
+    assert!(reasons.contains("never left the client queue"), "{reasons}");
+    let achieved = num(&doc, "summary.achieved_rps");
+    let closed = before.max(after);
+    assert!(
+        achieved <= 1.1 * closed,
+        "open loop achieved {achieved} rps, closed loop {before} / {after} rps"
+    );
+    let scheduled = num(&doc, "summary.scheduled");
+    let requests = num(&doc, "summary.requests");
+    assert!(scheduled > 900_000.0, "{scheduled}");
+    assert!(num(&doc, "summary.errors.queue_timeout") > 0.5 * scheduled);
+    assert!((num(&doc, "client.achieved_ratio") - requests / scheduled).abs() < 1e-9);
+    // Every scheduled request ends as a response or an error; none is lost.
+    let errors: f64 = doc["summary"]["errors"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_f64().unwrap())
+        .sum();
+    assert_eq!(requests + errors, scheduled);
+    // The saturated thread does not spend a timeout-long drain on its stale queue.
+    // (The old drain served the queue until each request's timeout: about 1.2 s + 0.5 s.)
+    assert!(wall.as_secs_f64() < 1.6, "took {wall:?}");
+}
+
+#[test]
+fn slow_target_filling_the_client_queue_is_not_client_saturation() {
+    let _serial = heavy_lock();
+    let echo = Echo::start(&[]);
+    let r = run(&[
+        "http",
+        &echo.url("/?delay=20ms"),
+        "-r",
+        "1000",
+        "-c",
+        "4",
+        "-t",
+        "1",
+        "-d",
+        "600ms",
+        "-w",
+        "100ms",
+        "--timeout",
+        "300ms",
+        "--max-lag",
+        "50ms",
+        "--json",
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let doc = r.json();
+    assert_schema_valid(&doc);
+    assert_eq!(
+        doc["client"]["saturated"], false,
+        "{}",
+        doc["client"]["saturation_reasons"]
+    );
+    // 4 connections x 1 / 20 ms = at most 200 rps really answered.
+    let achieved = num(&doc, "summary.achieved_rps");
+    assert!((100.0..=205.0).contains(&achieved), "{achieved}");
+    assert!(num(&doc, "summary.errors.queue_timeout") > 200.0);
+    assert!(num(&doc, "client.achieved_ratio") < 0.5);
+    assert!(num(&doc, "client.thread_cpu_util.0") < 0.5);
 }
 
 #[test]

@@ -157,3 +157,28 @@ def test_coordinated_omission_stall_shows_in_open_loop_latency_only(driver: Rust
     assert opened.service_time is not None and opened.service_time.p99_ns < 50e6, "but not in service time"
     assert closed.latency.max_ns >= 250e6, "the closed loop saw the stall too…"
     assert closed.latency.p99_ns < 50e6, "…yet its percentiles hide it"
+
+
+def test_open_loop_overload_of_the_client_invalidates_the_round(echo: LocalEchoServer, driver: RustDriver) -> None:
+    """1M rps on one thread: the client cannot keep up, so the round is invalid and its
+    achieved_rps is no more than what the same client completes in a closed loop."""
+    closed_shape = LoadShape(connections=64, threads=1, duration_s=1.0, warmup_s=0.2)
+    before = driver.run(echo.url + "/", closed_shape)
+    shape = LoadShape(connections=64, threads=1, rate=1_000_000, duration_s=1.0, warmup_s=0.2, timeout_s=0.5)
+    overloaded = driver.run(echo.url + "/", shape)
+    after = driver.run(echo.url + "/", closed_shape)  # before and after: this machine is shared
+    assert not overloaded.valid, overloaded.client.saturation_reasons
+    assert any("never left the client queue" in r for r in overloaded.client.saturation_reasons)
+    assert overloaded.achieved_rps <= 1.1 * max(before.achieved_rps, after.achieved_rps)
+    queued_out = overloaded.errors["queue_timeout"]
+    assert queued_out > 0 and overloaded.error_count >= queued_out
+
+
+def test_slow_target_queue_timeouts_are_target_errors(echo: LocalEchoServer, driver: RustDriver) -> None:
+    shape = LoadShape(connections=2, threads=1, rate=500, duration_s=0.6, warmup_s=0.1, timeout_s=0.3,
+                      extra={"max_lag": "50ms"})
+    result = driver.run(echo.url + "/?delay=20ms", shape)
+    assert result.valid, result.client.saturation_reasons
+    assert result.errors.get("queue_timeout", 0) > 0
+    assert result.achieved_rps <= 2 / 0.020 * 1.05, "two connections, 20 ms each"
+    assert result.client.achieved_ratio is not None and result.client.achieved_ratio < 0.5

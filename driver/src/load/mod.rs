@@ -144,7 +144,7 @@ fn measure(
     for h in handles {
         match h.join() {
             Ok(Ok(r)) => {
-                utils.push(r.cpu_util);
+                utils.push(r.window);
                 match &mut merged {
                     Some(m) => m.merge(&r.stats),
                     None => merged = Some(r.stats),
@@ -167,7 +167,7 @@ fn measure(
     let facts = RunFacts {
         cpu,
         wall_s,
-        thread_cpu_util: utils,
+        threads: utils,
         preflight_sockets,
     };
     Ok(Document::build(&plan, &stats, &facts))

@@ -12,16 +12,22 @@ pub enum ErrorKind {
     Reset = 3,
     ReadError = 4,
     Other = 5,
+    /// Open loop: the request never left the client queue (no free connection in time).
+    QueueTimeout = 6,
 }
 
+/// Number of error kinds.
+pub const ERROR_KINDS: usize = 7;
+
 /// JSON names of the error kinds, indexed by `ErrorKind as usize`.
-pub const ERROR_NAMES: [&str; 6] = [
+pub const ERROR_NAMES: [&str; ERROR_KINDS] = [
     "connect_refused",
     "connect_timeout",
     "timeout",
     "reset",
     "read_error",
     "other",
+    "queue_timeout",
 ];
 
 impl ErrorKind {
@@ -49,7 +55,10 @@ impl ErrorKind {
 /// Counters and a compact histogram for one interval.
 #[derive(Debug, Clone)]
 pub struct IntervalAcc {
+    /// Responses to requests intended (open) or started (closed) in this interval.
     pub requests: u64,
+    /// Responses (any request) completed during this interval.
+    pub completed: u64,
     pub ok: u64,
     pub errors: u64,
     pub latency: IntervalHistogram,
@@ -59,6 +68,7 @@ impl IntervalAcc {
     fn new() -> Self {
         Self {
             requests: 0,
+            completed: 0,
             ok: 0,
             errors: 0,
             latency: hist::new_interval(),
@@ -77,7 +87,9 @@ pub struct ThreadStats {
     pub requests: u64,
     pub ok: u64,
     pub non_2xx: u64,
-    pub errors: [u64; 6],
+    pub errors: [u64; ERROR_KINDS],
+    /// Responses (any status, warmup requests included) completed inside the window.
+    pub completed_in_window: u64,
     pub sockets_opened: u64,
     pub reconnects: u64,
     pub bytes_sent: u64,
@@ -105,7 +117,8 @@ impl ThreadStats {
             requests: 0,
             ok: 0,
             non_2xx: 0,
-            errors: [0; 6],
+            errors: [0; ERROR_KINDS],
+            completed_in_window: 0,
             sockets_opened: 0,
             reconnects: 0,
             bytes_sent: 0,
@@ -158,6 +171,13 @@ impl ThreadStats {
         }
     }
 
+    /// A response (to any request) completed at `done_ns`, which lies inside the window.
+    #[inline]
+    pub fn completion(&mut self, done_ns: u64) {
+        self.completed_in_window += 1;
+        self.interval(done_ns).completed += 1;
+    }
+
     /// A transport error attributed to time `at_ns` in the window.
     pub fn error(&mut self, kind: ErrorKind, at_ns: u64) {
         self.errors[kind as usize] += 1;
@@ -186,6 +206,7 @@ impl ThreadStats {
         self.requests += other.requests;
         self.ok += other.ok;
         self.non_2xx += other.non_2xx;
+        self.completed_in_window += other.completed_in_window;
         self.sockets_opened += other.sockets_opened;
         self.reconnects += other.reconnects;
         self.bytes_sent += other.bytes_sent;
@@ -197,6 +218,7 @@ impl ThreadStats {
         }
         for (a, b) in self.intervals.iter_mut().zip(&other.intervals) {
             a.requests += b.requests;
+            a.completed += b.completed;
             a.ok += b.ok;
             a.errors += b.errors;
             a.latency.add(&b.latency).expect("same bounds");
@@ -230,6 +252,30 @@ mod tests {
         assert_eq!(s.intervals.len(), 2);
         assert_eq!((s.intervals[1].requests, s.intervals[1].errors), (1, 2));
         assert_eq!(s.status[503], 1);
+        assert_eq!(
+            s.completed_in_window, 0,
+            "completions are counted by the worker"
+        );
+    }
+
+    #[test]
+    fn completions_are_bucketed_by_completion_time() {
+        let mut a = ThreadStats::new(1_000, 1_000, 3, true);
+        a.completion(1_500);
+        a.completion(3_999);
+        a.completion(9_999); // past the last bucket: clamped into it
+        let mut b = ThreadStats::new(1_000, 1_000, 3, true);
+        b.completion(1_000);
+        b.error(ErrorKind::QueueTimeout, 2_000);
+        a.merge(&b);
+        assert_eq!(a.completed_in_window, 4);
+        let per: Vec<u64> = a.intervals.iter().map(|i| i.completed).collect();
+        assert_eq!(per, vec![2, 0, 2]);
+        assert_eq!(a.errors[ErrorKind::QueueTimeout as usize], 1);
+        assert_eq!(
+            ERROR_NAMES[ErrorKind::QueueTimeout as usize],
+            "queue_timeout"
+        );
     }
 
     #[test]

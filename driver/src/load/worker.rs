@@ -16,7 +16,7 @@ use super::schedule::Schedule;
 use super::signal::INTERRUPTED;
 use super::stats::{ErrorKind, ThreadStats};
 use crate::clock::{minimize_timer_slack, mono_ns, set_realtime_fifo, sleep_until, PreciseTimer};
-use crate::health::thread_cpu;
+use crate::health::{thread_cpu, thread_saturated, ThreadClock, ThreadUsage};
 use crate::hist;
 
 const TIMER: Token = Token(usize::MAX - 1);
@@ -42,8 +42,8 @@ pub struct Timeline {
 pub struct WorkerResult {
     /// Measurements.
     pub stats: ThreadStats,
-    /// Thread CPU share over its run.
-    pub cpu_util: f64,
+    /// How the thread used its time over the measured window.
+    pub window: ThreadUsage,
 }
 
 struct Worker {
@@ -63,6 +63,10 @@ struct Worker {
     next_scan_ns: u64,
     scan_period_ns: u64,
     spin_ns: u64,
+    /// Snapshot of this thread's clocks when the window started.
+    window_clock: Option<ThreadClock>,
+    /// Usage over the window, once it has ended.
+    window_usage: Option<ThreadUsage>,
 }
 
 /// Run one worker thread until its share of the window is measured.
@@ -124,6 +128,8 @@ pub fn run_worker(
         next_scan_ns: 0,
         scan_period_ns,
         spin_ns: effective_spin_ns(&plan_spin),
+        window_clock: None,
+        window_usage: None,
     };
     for i in 0..w.conns.len() {
         if let Some(stream) = &mut w.conns[i].stream {
@@ -143,14 +149,18 @@ pub fn run_worker(
     w.stats.cpu = cpu;
     w.stats.wall_ns = wall;
     w.stats.finish();
-    let cpu_util = if wall > 0 {
-        cpu.total() / (wall as f64 / 1e9)
-    } else {
-        0.0
-    };
+    // Only an interrupted run ends without a window measurement; fall back to the run.
+    let window = w.window_usage.unwrap_or(ThreadUsage {
+        cpu_util: if wall > 0 {
+            cpu.total() / (wall as f64 / 1e9)
+        } else {
+            0.0
+        },
+        busy_util: None,
+    });
     Ok(WorkerResult {
         stats: w.stats,
-        cpu_util,
+        window,
     })
 }
 
@@ -188,6 +198,7 @@ impl Worker {
                 return Ok(());
             }
             let mut now = mono_ns();
+            self.track_window(now);
             if !self.stopped && now >= self.tl.window_end_ns {
                 self.stopped = true;
             }
@@ -226,12 +237,38 @@ impl Worker {
         }
     }
 
+    /// Snapshot this thread's clocks at the window's start and end. A thread saturated over
+    /// the window then drops what is still in its queue instead of spending the drain
+    /// (up to `--timeout`) on requests it could not send in time.
+    fn track_window(&mut self, now: u64) {
+        if self.window_clock.is_none() {
+            if now >= self.tl.window_start_ns {
+                self.window_clock = Some(ThreadClock::now(now));
+            }
+            return;
+        }
+        if self.window_usage.is_some() || now < self.tl.window_end_ns {
+            return;
+        }
+        let start = self.window_clock.expect("checked above");
+        let usage = start.usage_until(&ThreadClock::now(now));
+        self.window_usage = Some(usage);
+        if self.open_loop() && thread_saturated(true, &usage) {
+            while let Some(r) = self.backlog.pop_front() {
+                self.finish_error(r, ErrorKind::QueueTimeout, now);
+            }
+        }
+    }
+
     /// How long epoll may sleep; arms the precise timer for the next send.
     fn poll_timeout(&mut self, now: u64) -> io::Result<Option<std::time::Duration>> {
         let mut wake = self
             .next_scan_ns
             .min(self.tl.hard_end_ns)
             .min(now + MAX_POLL_NS);
+        if self.window_clock.is_none() {
+            wake = wake.min(self.tl.window_start_ns);
+        }
         if !self.stopped {
             wake = wake.min(self.tl.window_end_ns);
         }
@@ -454,6 +491,9 @@ impl Worker {
                 .response(req.intended_ns, req.sent_ns, done, status);
             self.outstanding -= 1;
         }
+        if self.in_window(done) {
+            self.stats.completion(done);
+        }
         if keep_alive && !self.plan.new_connection_per_request {
             self.conns[i].state = ConnState::Idle;
         } else {
@@ -548,7 +588,7 @@ impl Worker {
                 break;
             }
             self.backlog.pop_front();
-            self.finish_error(r, ErrorKind::Timeout, now);
+            self.finish_error(r, ErrorKind::QueueTimeout, now);
         }
     }
 
@@ -560,7 +600,7 @@ impl Worker {
             }
         }
         while let Some(r) = self.backlog.pop_front() {
-            self.finish_error(r, ErrorKind::Timeout, now);
+            self.finish_error(r, ErrorKind::QueueTimeout, now);
         }
     }
 }
