@@ -13,9 +13,9 @@ replicas in one Docker network (HAProxy 2.6 from Debian for the proxy and balanc
 The DNS case runs the driver in a container on the network, because only there does
 Docker's DNS answer; the others run it on the host against bridge addresses. The report
 says where each measurement ran. The overload case gives the L7 balancer a small
-connection limit and a short queue timeout, then pushes 400 connections through it: the
-balancer answers 503 to what it cannot queue, and the errors are counted and gated
-rather than hidden.
+connection limit and a short queue timeout, then offers it more requests per second than
+it can serve: the balancer answers 503 to what it cannot queue, and the errors are
+counted and gated rather than hidden.
 """
 
 import pytest
@@ -29,9 +29,9 @@ MODES = ["link", "dns", "discovery", "l7", "l4"]
 @pytest.fixture(scope="module")
 def overloaded_l7(netperf_docker):
     """The access-modes topology whose L7 balancer allows 4 requests per echo replica
-    and queues others for at most 50 ms; each request holds its slot for 20 ms."""
+    and queues others for at most 100 ms; each request holds its slot for 20 ms."""
     topology = builders.access_modes_topology(
-        3, l7_params={"server_maxconn": 4, "queue_timeout": "50ms"}, name="access-overload"
+        3, l7_params={"server_maxconn": 4, "queue_timeout": "100ms"}, name="access-overload"
     )
     with netperf_docker.up(topology) as running:
         yield running
@@ -63,7 +63,15 @@ def test_throughput_c100(netperf, access_modes, mode):
     netperf.measure(access_modes.endpoint(mode), connections=100)
 
 
-@pytest.mark.netperf("error_rate <= 50%", "error_rate >= 0.1%")
+@pytest.mark.netperf("error_rate <= 30%", "error_rate >= 1%")
 def test_l7_overload_errors_are_counted(netperf, overloaded_l7):
-    """Past its limits the L7 balancer answers 503: the errors are measured, not hidden."""
-    netperf.measure(with_query(overloaded_l7.endpoint("l7"), delay="20ms"), connections=400, timeout=2, rounds=3)
+    """Offered 700 requests/s where 12 slots of 20 ms serve at most 600/s, the L7 balancer
+    queues what it can for 100 ms and answers 503 to the rest: the errors are measured
+    and gated (here: some must appear, at most 30%), not hidden."""
+    netperf.measure(
+        with_query(overloaded_l7.endpoint("l7"), delay="20ms"),
+        rate=700,
+        connections=200,
+        timeout=2,
+        rounds=3,
+    )

@@ -31,9 +31,15 @@ def chains(netperf_docker):
         yield with_sidecars.endpoint("entry"), without.endpoint("entry")
 
 
-@pytest.mark.netperf("p90_added <= 1ms per hop", "errors == 0")
+@pytest.mark.netperf("p90_added <= 1ms per hop", "errors == 0", inconclusive="warn")
 def test_sidecar_p90_per_depth(netperf, chains):
-    """Per-depth sidecar P90 under 1 ms at 500 requests/s."""
+    """Per-depth sidecar P90 under 1 ms at 500 requests/s.
+
+    On a 2-core machine the deepest chains (10 and 12 calls, 20-24 Envoy passes per
+    request) load both cores, and the per-hop figure becomes too noisy to decide within
+    the maximum rounds: such a depth is reported INCONCLUSIVE with a warning instead of
+    failing the suite (``inconclusive="warn"``). A FAIL still fails.
+    """
     with_sidecars, without = chains
     for depth in DEPTHS:
         netperf.compare(

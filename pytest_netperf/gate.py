@@ -92,6 +92,7 @@ class GateSettings:
     inconclusive: str = "fail"  # fail | warn | pass
     calibrate: bool = False
     max_lag_ms: float = 5.0
+    realtime: bool = False
 
 
 def _endpoint_parts(target: TargetLike) -> tuple[str, Optional[CommandRunner], str]:
@@ -231,6 +232,8 @@ class Gate:
             if name == "headers" and isinstance(value, Mapping):
                 value = tuple(value.items())
             values[name] = value
+        if self.settings.realtime and values.get("rate"):
+            values["extra"] = {**values["extra"], "realtime": True}
         shape = LoadShape(**values)
         if shape.rate is not None and shape.rate <= 0:
             raise ValueError(f"rate must be positive, got {shape.rate}")

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import os
-import sys
-import time
+import warnings
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -14,11 +13,13 @@ from .budget import Budget
 from .errors import BudgetSyntaxError, InvalidMeasurement, NetperfError
 from .gate import Gate, GateFailure, GateSettings
 from .session import NetperfSession, budgets_from_marker, measurement_summary, outcome_row, series_name
-from .settings import Settings
+from .settings import INCONCLUSIVE_POLICIES, Settings
 
 MARKER = "netperf"
+MARKER_KWARGS = {"driver", "rounds", "max_rounds", "duration", "warmup", "inconclusive", "locustfile", "user_class"}
 MARKER_HELP = (
-    "netperf(*budgets, driver=None, rounds=None, duration=None, locustfile=None, user_class=None): "
+    "netperf(*budgets, driver=None, rounds=None, max_rounds=None, duration=None, warmup=None, "
+    "inconclusive=None, locustfile=None, user_class=None): "
     "a network performance gate; budgets like 'rps_loss <= 10%', 'p90 < 1ms', 'p99 <= 1.2x baseline'"
 )
 STASH_GATE = pytest.StashKey[Gate]()
@@ -44,6 +45,7 @@ _OPTIONS: list[tuple[str, Optional[str], Optional[str], dict[str, Any]]] = [
     ("report-dir", "report_dir", "netperf_report_dir", {"help": "write PNG plots under DIR"}),
     ("calibrate", "calibrate", None, {"action": "store_true", "default": None, "help": "A/A run: measure each reference against itself and store the noise floor"}),
     ("max-lag", "max_lag_ms", "netperf_max_lag", {"help": "open loop: schedule-lag p99 (ms) of the driver above which a round is invalid (default 5)"}),
+    ("realtime", "realtime", "netperf_realtime", {"action": "store_true", "default": None, "help": "open loop: run the Rust driver SCHED_FIFO (needs root) so a busy machine cannot delay its sends"}),
     ("locust-workers", "locust_workers", "netperf_locust_workers", {"help": "Locust worker processes on this machine (0: one process)"}),
     ("image", None, "netperf_images", {"action": "append", "help": "container image for a role, ROLE=IMAGE (repeatable; ini: one per line)"}),
 ]
@@ -119,9 +121,14 @@ def _marker_kwargs(item: pytest.Item) -> dict[str, Any]:
     kwargs: dict[str, Any] = {}
     for mark in reversed(list(item.iter_markers(MARKER))):  # closest marker wins
         kwargs.update(mark.kwargs)
-    unknown = set(kwargs) - {"driver", "rounds", "duration", "warmup", "locustfile", "user_class", "max_rounds"}
+    unknown = set(kwargs) - MARKER_KWARGS
     if unknown:
-        raise BudgetSyntaxError(f"unknown netperf marker argument(s): {', '.join(sorted(unknown))}")
+        raise BudgetSyntaxError(
+            f"unknown netperf marker argument(s): {', '.join(sorted(unknown))}; expected {', '.join(sorted(MARKER_KWARGS))}"
+        )
+    policy = kwargs.get("inconclusive")
+    if policy is not None and policy not in INCONCLUSIVE_POLICIES:
+        raise BudgetSyntaxError(f"inconclusive={policy!r}: expected one of {', '.join(INCONCLUSIVE_POLICIES)}")
     return kwargs
 
 
@@ -175,9 +182,10 @@ class NetperfPlugin:
             duration_s=float(kwargs.get("duration") or s.round_duration_s),
             warmup_s=float(kwargs.get("warmup") if kwargs.get("warmup") is not None else s.warmup_s),
             confidence=s.confidence,
-            inconclusive=s.inconclusive,
+            inconclusive=kwargs.get("inconclusive") or s.inconclusive,
             calibrate=s.calibrate,
             max_lag_ms=s.max_lag_ms,
+            realtime=s.realtime,
         )
         baseline = None
         notes: list[str] = []
@@ -265,9 +273,14 @@ class NetperfPlugin:
         outcomes = gate.finish()
         item.stash[STASH_OUTCOMES] = outcomes
         self._after_gate(item, gate, outcomes)
-        message = Gate.failure_message(outcomes, self.settings.inconclusive)
+        policy = gate.settings.inconclusive
+        message = Gate.failure_message(outcomes, policy)
         if message:
             raise GateFailure(message)
+        undecided = [o for o in outcomes if o.status == "INCONCLUSIVE"]
+        if undecided and policy == "warn":
+            texts = ", ".join(f"'{o.budget.text}' [{o.measurement}]" for o in undecided)
+            warnings.warn(NetperfInconclusiveWarning(f"{item.nodeid}: inconclusive after the maximum rounds: {texts}"))
         return result
 
     def _after_gate(self, item: pytest.Item, gate: Gate, outcomes: list) -> None:
@@ -334,6 +347,10 @@ class NetperfPlugin:
             terminalreporter.write_line(f"netperf: {line}")
         for path in self.session.write_reports():
             terminalreporter.write_line(f"netperf: wrote {path}")
+
+
+class NetperfInconclusiveWarning(UserWarning):
+    """A budget stayed INCONCLUSIVE and the policy is ``warn``."""
 
 
 def _invalid_row(test_id: str, budget: str, reason: str) -> dict[str, Any]:

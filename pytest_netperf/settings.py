@@ -38,6 +38,7 @@ SETTING_HELP: dict[str, str] = {
     "update_baseline": "store this run's results as the new baselines",
     "calibrate": "run the A/A calibration (noise floor) instead of the budgets",
     "max_lag_ms": "open loop: the driver's schedule-lag p99 above this (ms) invalidates a round",
+    "realtime": "open loop: run the Rust driver's threads SCHED_FIFO (root) so other processes cannot delay sends",
 }
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -65,6 +66,7 @@ class Settings:
     update_baseline: bool = False
     calibrate: bool = False
     max_lag_ms: float = 5.0
+    realtime: bool = False
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> "Settings":
