@@ -200,7 +200,7 @@ class NetperfPlugin:
             item.nodeid,
             budgets,
             gs,
-            driver_factory=self._driver_factory(kwargs),
+            driver_factory=self._driver_factory(kwargs, Path(str(item.path)).parent),
             default_driver=kwargs.get("driver") or s.driver,
             baseline_lookup=lookup,
             progress=self._progress,
@@ -229,8 +229,11 @@ class NetperfPlugin:
             raise NetperfError(text + " (--netperf-fingerprint-mismatch=fail)")
         return [text]
 
-    def _driver_factory(self, kwargs: dict[str, Any]):  # noqa: ANN202
+    def _driver_factory(self, kwargs: dict[str, Any], test_dir: Path):  # noqa: ANN202
         settings = self.settings
+        locustfile = kwargs.get("locustfile")
+        if locustfile is not None and not Path(locustfile).is_absolute():
+            locustfile = test_dir / locustfile  # relative to the test file, like fixtures' data
 
         def factory(name: Optional[str], runner: Any):  # noqa: ANN202
             name = name or settings.driver
@@ -244,7 +247,7 @@ class NetperfPlugin:
                 from .drivers.locust_driver import LocustDriver
 
                 return LocustDriver(
-                    locustfile=kwargs.get("locustfile"),
+                    locustfile=locustfile,
                     user_class=kwargs.get("user_class"),
                     workers=int(settings.locust_workers),
                 )

@@ -1,0 +1,73 @@
+"""The Locust driver through the plugin: same budgets, same reports, says which driver measured."""
+
+from __future__ import annotations
+
+import json
+from typing import Iterator
+
+import pytest
+
+from pytest_netperf.drivers.rust import find_driver_binary
+from pytest_netperf.errors import DriverNotFoundError
+from pytest_netperf.runtime.local import LocalEchoServer
+
+pytest.importorskip("locust")
+try:
+    find_driver_binary()
+except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
+    pytest.skip(f"netperf-driver (echo server) is not installed: {exc}", allow_module_level=True)
+
+FAST = ["--netperf-rounds=2", "--netperf-max-rounds=2", "--netperf-duration=1", "--netperf-warmup=0.5", "-p", "no:cacheprovider"]
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[LocalEchoServer]:
+    with LocalEchoServer() as server:
+        yield server
+
+
+def test_locust_driver_feeds_the_same_budgets_and_reports(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(
+        """
+        import os
+        import pytest
+
+        @pytest.mark.netperf("errors == 0", "sockets <= 2", driver="locust")
+        def test_with_locust(netperf):
+            netperf.measure(os.environ["NETPERF_TEST_URL"], connections=2, rate=40)
+        """
+    )
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
+    result = pytester.runpytest_subprocess(*FAST, "--netperf-json=out.json")
+    rows = json.loads((pytester.path / "out.json").read_text())["rows"]
+    assert {r["driver"] for r in rows} == {"locust"}
+    verdicts = {r["budget"]: r["verdict"] for r in rows}
+    # A Locust process starved of CPU flags itself saturated (INVALID); otherwise both budgets pass.
+    assert set(verdicts.values()) <= {"PASS", "INVALID"}, verdicts
+    if "INVALID" not in verdicts.values():
+        assert result.ret == 0, result.stdout.str()[-2000:]
+
+
+def test_locust_bad_user_class_is_a_clear_error(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(
+        flows="""
+        from locust import FastHttpUser, task
+
+        class Shopper(FastHttpUser):
+            @task
+            def home(self):
+                self.client.get("/")
+        """,
+        test_flow="""
+        import os
+        import pytest
+
+        @pytest.mark.netperf("errors == 0", driver="locust", locustfile="flows.py", user_class="Buyer")
+        def test_flow(netperf):
+            netperf.measure(os.environ["NETPERF_TEST_URL"], connections=1)
+        """,
+    )
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
+    result = pytester.runpytest_subprocess(*FAST)
+    result.stdout.fnmatch_lines(["*user class Buyer not found*Shopper*"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
