@@ -328,7 +328,10 @@ class NetperfPlugin:
                 rows = [outcome_row(o, gate) for o in outcomes]
                 invalid = item.stash.get(STASH_INVALID, None)
                 if invalid:
-                    rows = [_invalid_row(item.nodeid, b.text, invalid) for b in gate.budgets] or [_invalid_row(item.nodeid, "-", invalid)]
+                    last = gate.measurements[-1].candidate if gate.measurements else None
+                    driver, where = (last.driver, last.where) if last else ("", "")
+                    texts = [b.text for b in gate.budgets] or ["-"]
+                    rows = [_invalid_row(item.nodeid, t, invalid, driver, where) for t in texts]
                 report.netperf = {  # travels to the xdist controller with the report
                     "rows": rows,
                     "results": {item.nodeid: [measurement_summary(m) for m in gate.measurements]},
@@ -356,10 +359,10 @@ class NetperfInconclusiveWarning(UserWarning):
     """A budget stayed INCONCLUSIVE and the policy is ``warn``."""
 
 
-def _invalid_row(test_id: str, budget: str, reason: str) -> dict[str, Any]:
+def _invalid_row(test_id: str, budget: str, reason: str, driver: str, where: str) -> dict[str, Any]:
     return {
         "test_id": test_id, "budget": budget, "reference": "", "measured": "", "interval": "",
-        "verdict": "INVALID", "rounds": 0, "notes": [reason], "driver": "", "where": "", "raw": {},
+        "verdict": "INVALID", "rounds": 0, "notes": [reason], "driver": driver, "where": where, "raw": {},
     }
 
 

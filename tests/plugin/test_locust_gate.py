@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from typing import Iterator
 
@@ -11,7 +12,9 @@ from pytest_netperf.drivers.rust import find_driver_binary
 from pytest_netperf.errors import DriverNotFoundError
 from pytest_netperf.runtime.local import LocalEchoServer
 
-pytest.importorskip("locust")
+# Never import locust here: it monkey-patches the process with gevent. Look it up only.
+if importlib.util.find_spec("locust") is None:  # pragma: no cover - depends on the machine
+    pytest.skip("locust is not installed", allow_module_level=True)
 try:
     find_driver_binary()
 except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
