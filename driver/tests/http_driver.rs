@@ -132,7 +132,7 @@ fn open_loop_the_client_cannot_sustain_is_saturated_and_not_inflated() {
         "-w",
         "200ms",
         "--timeout",
-        "500ms",
+        "3s",
         "--json",
     ]);
     let wall = started.elapsed();
@@ -146,8 +146,10 @@ fn open_loop_the_client_cannot_sustain_is_saturated_and_not_inflated() {
     assert!(reasons.contains("never left the client queue"), "{reasons}");
     let achieved = num(&doc, "summary.achieved_rps");
     let closed = before.max(after);
+    // The old accounting reported 2.3-2.6x the closed-loop rate here; noise between the
+    // runs on a shared 2-core machine is up to ~20%, so the bound leaves room for it.
     assert!(
-        achieved <= 1.1 * closed,
+        achieved <= 1.6 * closed,
         "open loop achieved {achieved} rps, closed loop {before} / {after} rps"
     );
     let scheduled = num(&doc, "summary.scheduled");
@@ -164,8 +166,8 @@ fn open_loop_the_client_cannot_sustain_is_saturated_and_not_inflated() {
         .sum();
     assert_eq!(requests + errors, scheduled);
     // The saturated thread does not spend a timeout-long drain on its stale queue.
-    // (The old drain served the queue until each request's timeout: about 1.2 s + 0.5 s.)
-    assert!(wall.as_secs_f64() < 1.6, "took {wall:?}");
+    // (The old drain served the queue until each request's timeout: about 1.2 s + 3 s.)
+    assert!(wall.as_secs_f64() < 3.0, "took {wall:?}");
 }
 
 #[test]
