@@ -72,8 +72,16 @@ def _assert_no_leftovers(driver: LocustDriver) -> None:
         if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     ]
     assert alive == []
-    children = [p for p in psutil.Process().children(recursive=True) if "locust" in " ".join(p.cmdline())]
+    children = [p for p in psutil.Process().children(recursive=True) if "locust" in _cmdline(p)]
     assert children == []
+
+
+def _cmdline(process: psutil.Process) -> str:
+    """The command line, or "" for a process that is gone or a zombie (nothing to leak)."""
+    try:
+        return " ".join(process.cmdline())
+    except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+        return ""
 
 
 def test_closed_loop_default_user(echo_url: str) -> None:
@@ -300,8 +308,8 @@ def test_no_locust_process_survives_an_interrupted_test_run(echo_url: str, signu
         while len(locusts) < 2:  # master and the local worker
             assert time.monotonic() < deadline, "Locust processes did not start"
             time.sleep(0.2)
-            locusts = [p for p in psutil.Process(child.pid).children() if "locust" in " ".join(p.cmdline())]
-        workdirs = {Path(arg).parent for p in locusts for arg in p.cmdline() if arg.endswith("result.json")}
+            locusts = [p for p in psutil.Process(child.pid).children() if "locust" in _cmdline(p)]
+        workdirs = {Path(arg).parent for p in locusts for arg in _cmdline(p).split() if arg.endswith("result.json")}
         time.sleep(1.0)  # let them get past start-up
         child.send_signal(signum)
         child.wait(timeout=20)

@@ -23,7 +23,11 @@ try:
 except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
     pytest.skip(f"netperf-driver is not installed: {exc}", allow_module_level=True)
 
-FAST = ["--netperf-rounds=3", "--netperf-max-rounds=3", "--netperf-duration=0.5", "--netperf-warmup=0.2", "-p", "no:cacheprovider"]
+# These tests are about the plugin, not the driver's accuracy: a machine hiccup that delays
+# the driver's sends by more than 5 ms must not turn them INVALID, so the lag bound is wide
+# (the saturation test sets its own).
+FAST = ["--netperf-rounds=3", "--netperf-max-rounds=3", "--netperf-duration=0.5", "--netperf-warmup=0.2",
+        "--netperf-max-lag=100", "-p", "no:cacheprovider"]
 
 LATENCY_GATE = """
 import os

@@ -62,9 +62,11 @@ def _check(tmp_path: Path, topology: Topology | None, filename: str, text: str,
         return subprocess.run(command, capture_output=True, text=True, timeout=60)
     hosts = tmp_path / "hosts"
     hosts.write_text(_hosts(topology))
+    # cwd="/": the sandbox mounts a fresh /tmp, and haproxy refuses to start when it cannot
+    # return to its starting directory (a checkout under /tmp would vanish).
     return subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c",
                            _SANDBOX, "sh", str(hosts), str(conf_dir), *command],
-                          capture_output=True, text=True, timeout=60)
+                          capture_output=True, text=True, timeout=60, cwd="/")
 
 
 def _nginx_check(tmp_path: Path, topology: Topology, text: str) -> subprocess.CompletedProcess:
