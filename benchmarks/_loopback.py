@@ -82,8 +82,13 @@ def nginx(workers: int = 1, keepalive_requests: int = 1_000_000) -> Iterator[Opt
         wait_for_port(port)
         yield Nginx(f"http://127.0.0.1:{port}/", process, d)
     finally:
-        process.kill()
-        process.wait(timeout=10)
+        # SIGTERM: the master takes its workers down (a SIGKILLed master orphans them).
+        process.terminate()
+        try:
+            process.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
         shutil.rmtree(d, ignore_errors=True)
 
 

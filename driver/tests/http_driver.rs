@@ -432,6 +432,15 @@ impl Nginx {
 
 impl Drop for Nginx {
     fn drop(&mut self) {
+        // SIGTERM lets the master take its worker down with it; a SIGKILLed master would
+        // leave the worker behind. SIGKILL only if it has not exited within 3 s.
+        unsafe {
+            libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM);
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(3);
+        while matches!(self.child.try_wait(), Ok(None)) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
