@@ -3,6 +3,9 @@
 The sample change is a gateway config that drops upstream keep-alive (nginx opens a new
 connection to the echo server for every request). A baseline is recorded with the good
 config; the regressed config must FAIL against it, and reverting must PASS again.
+Measured here: without upstream keep-alive nginx delivers ~0.37x the baseline's requests/s
+at ~2.7x its P50, while repeat runs of the good config land at 0.9-1.0x and 1.0-1.15x, so
+the budgets (0.6x, 1.8x) sit well between the two on a noisy 2-core machine.
 Real nginx and echo containers, the real driver, three pytest runs.
 """
 
@@ -27,7 +30,7 @@ from pytest_netperf.topology import builders
 KEEPALIVE = os.environ["GATEWAY_UPSTREAM_KEEPALIVE"] == "on"
 
 
-@pytest.mark.netperf("rps >= 0.85x baseline", "p50 <= 1.25x baseline", "sockets <= 32")
+@pytest.mark.netperf("rps >= 0.6x baseline", "p50 <= 1.8x baseline", "sockets <= 32")
 def test_nginx_gateway(netperf, netperf_topology):
     gateway = netperf_topology(builders.gateway_topology("nginx", upstream_keepalive=KEEPALIVE))
     netperf.measure(gateway.endpoint("gateway"), connections=32)
@@ -63,7 +66,7 @@ def test_dropping_upstream_keepalive_fails_the_gate_and_reverting_passes(
     assert regressed.ret == pytest.ExitCode.TESTS_FAILED, regressed.stdout.str()[-3000:]
     rows = json.loads(Path(pytester.path, "regressed.json").read_text())["rows"]
     verdicts = {r["budget"]: r["verdict"] for r in rows}
-    assert "FAIL" in (verdicts["rps >= 0.85x baseline"], verdicts["p50 <= 1.25x baseline"]), verdicts
+    assert "FAIL" in (verdicts["rps >= 0.6x baseline"], verdicts["p50 <= 1.8x baseline"]), verdicts
 
     monkeypatch.setenv("GATEWAY_UPSTREAM_KEEPALIVE", "on")
     reverted = pytester.runpytest_subprocess(*RUN)
