@@ -186,7 +186,7 @@ class Gate:
         if len(judged) > 1:
             alpha = 1.0 - self.settings.confidence
             adjusted = stats.apply_holm([o.verdict for o in judged], alpha)
-            for o, v in zip(judged, adjusted):
+            for o, v in zip(judged, adjusted, strict=True):
                 if v.status != o.verdict.status:
                     o.notes.append(f"Holm correction over {len(judged)} budgets: {o.verdict.status} -> {v.status}")
                 o.verdict = v

@@ -265,7 +265,6 @@ class NetperfPlugin:
         try:
             result = yield
         except InvalidMeasurement as exc:
-            gate = item.stash.get(STASH_GATE, None)
             item.stash[STASH_INVALID] = exc.reason
             raise InvalidMeasurement(f"INVALID measurement (no verdict): {exc.reason}") from None
         gate = item.stash.get(STASH_GATE, None)
@@ -283,7 +282,10 @@ class NetperfPlugin:
         undecided = [o for o in outcomes if o.status == "INCONCLUSIVE"]
         if undecided and policy == "warn":
             texts = ", ".join(f"'{o.budget.text}' [{o.measurement}]" for o in undecided)
-            warnings.warn(NetperfInconclusiveWarning(f"{item.nodeid}: inconclusive after the maximum rounds: {texts}"))
+            warnings.warn(
+                NetperfInconclusiveWarning(f"{item.nodeid}: inconclusive after the maximum rounds: {texts}"),
+                stacklevel=1,
+            )
         return result
 
     def _after_gate(self, item: pytest.Item, gate: Gate, outcomes: list) -> None:

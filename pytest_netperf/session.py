@@ -111,7 +111,7 @@ class NetperfSession:
         if len(idx) < 2:
             return
         adjusted = holm_adjust([self.rows[i]["raw"]["p_value"] for i in idx])
-        for i, p in zip(idx, adjusted):
+        for i, p in zip(idx, adjusted, strict=True):
             self.rows[i]["raw"]["p_holm_session"] = p
 
     def write_reports(self) -> list[Path]:
