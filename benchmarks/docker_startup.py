@@ -12,8 +12,8 @@ import statistics
 import uuid
 
 from pytest_netperf.runtime.cleanup import clean_session
-from pytest_netperf.runtime.docker_runtime import DockerRuntime
-from pytest_netperf.runtime.images import resolve_image
+from pytest_netperf.runtime.docker import DockerRuntime
+from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.topology import builders
 
 SCENARIOS = {

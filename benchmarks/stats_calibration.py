@@ -3,7 +3,7 @@
 Prints two tables for seeded synthetic gates (no network, CPU only, ~20-60 s):
 
 1. Coverage of one-sided 95% bounds on a paired RPS ratio at 5/10/15 rounds, for the
-   t interval on log ratios used by ``pytest_netperf.stats`` and for scipy's percentile
+   t interval on log ratios used by ``pytest_netperf.verdict.stats`` and for scipy's percentile
    and BCa bootstrap. A calibrated bound misses the true ratio in 5% of gates.
 2. The full sequential procedure (5 rounds, +5 while INCONCLUSIVE, up to 15): FAIL and
    PASS rates for A/A gates with the threshold at the true value, for a loose budget,
@@ -21,7 +21,8 @@ import numpy as np
 from scipy import special
 from scipy import stats as scipy_stats
 
-from pytest_netperf.stats import Rounds, Status, sequential_verdict
+from pytest_netperf.verdict.sequential import Rounds, sequential_verdict
+from pytest_netperf.verdict.status import Status
 
 
 def paired_log_ratios(

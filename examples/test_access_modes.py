@@ -20,8 +20,7 @@ counted and gated rather than hidden.
 
 import pytest
 
-from pytest_netperf.targets import with_query
-from pytest_netperf.topology import builders
+from pytest_netperf import builders, with_query
 
 MODES = ["link", "dns", "discovery", "l7", "l4"]
 

@@ -21,8 +21,7 @@ import os
 
 import pytest
 
-from pytest_netperf.targets import with_query
-from pytest_netperf.topology import builders
+from pytest_netperf import builders, with_query
 
 DEPTHS = [0, 3, 5, 8, 10, 12]
 #: The study swept the depths at 500 requests/s. On a 2-core machine that saturates both

@@ -1,1 +1,51 @@
+"""pytest-netperf: performance-regression gates for network infrastructure, as pytest tests.
+
+The public API for test code; everything else is internal and may move::
+
+    from pytest_netperf import Budget, with_query, Topology, Node, builders
+"""
+
+from __future__ import annotations
+
 __version__ = "0.1.0"
+
+from pytest_netperf.budget.grammar import Budget, parse_budget  # noqa: E402
+from pytest_netperf.errors import (  # noqa: E402
+    BaselineError,
+    BudgetSyntaxError,
+    DriverError,
+    InvalidMeasurement,
+    NetperfError,
+)
+from pytest_netperf.measure.targets import with_query  # noqa: E402
+from pytest_netperf.topology import builders  # noqa: E402
+from pytest_netperf.topology.builders import (  # noqa: E402
+    access_modes_topology,
+    echo_topology,
+    gateway_topology,
+    sidecar_chain_topology,
+)
+from pytest_netperf.topology.model import Node, NodeKind, Target, Topology  # noqa: E402
+from pytest_netperf.verdict.status import Status  # noqa: E402
+
+__all__ = [
+    "BaselineError",
+    "Budget",
+    "BudgetSyntaxError",
+    "DriverError",
+    "InvalidMeasurement",
+    "NetperfError",
+    "Node",
+    "NodeKind",
+    "Status",
+    "Target",
+    "Topology",
+    "__version__",
+    "access_modes_topology",
+    "builders",
+    "echo_topology",
+    "gateway_topology",
+    "parse_budget",
+    "sidecar_chain_topology",
+    "with_query",
+]

@@ -37,3 +37,7 @@ class RuntimeUnavailable(NetperfError):
 
 class ImageMissingError(NetperfError):
     """A container image needed by a topology is absent; names the image and the fix."""
+
+
+class MarkerError(NetperfError):
+    """A ``netperf`` marker argument is unknown or has an invalid value; names both."""

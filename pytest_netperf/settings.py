@@ -11,61 +11,60 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
-DEFAULT_BASELINE_DIR = ".netperf"
-DEFAULT_REPORT_DIR = ".netperf-report"
+from pytest_netperf import defaults
+from pytest_netperf.drivers import DRIVER_NAMES
 
-RUNTIMES = ("docker", "local")
-DRIVERS = ("rust", "locust")
+DRIVERS = DRIVER_NAMES
 INCONCLUSIVE_POLICIES = ("fail", "warn", "pass")
 FINGERPRINT_POLICIES = ("warn", "fail")
+PATH_SETTINGS = ("baseline_dir", "json_path", "markdown_path", "report_dir")
 
-#: One help line per setting, for option definitions in the plugin and the CLI.
+#: One help line per setting: the plugin's options and the CLI read these.
 SETTING_HELP: dict[str, str] = {
-    "baseline_dir": "directory of the stored baseline files",
-    "runtime": "where topologies run: " + " | ".join(RUNTIMES),
-    "driver": "load driver: " + " | ".join(DRIVERS),
-    "rounds_min": "rounds measured before a verdict is attempted",
-    "rounds_max": "rounds measured at most while the verdict stays inconclusive",
-    "round_duration_s": "measured seconds per round",
-    "warmup_s": "warmup seconds per round (excluded from the measurement)",
-    "confidence": "confidence level of the intervals, e.g. 0.95",
-    "inconclusive": "what a final INCONCLUSIVE does: " + " | ".join(INCONCLUSIVE_POLICIES),
-    "fingerprint_mismatch": "baseline from another machine: " + " | ".join(FINGERPRINT_POLICIES),
-    "json_path": "write a machine-readable JSON report to this file",
-    "markdown_path": "write a Markdown report (pull-request comment) to this file",
-    "report_dir": "write plots and reports into this directory",
-    "locust_workers": "Locust worker processes (0 = run Locust in one process)",
-    "update_baseline": "store this run's results as the new baselines",
-    "calibrate": "run the A/A calibration (noise floor) instead of the budgets",
-    "max_lag_ms": "open loop: the driver's schedule-lag p99 above this (ms) invalidates a round",
-    "realtime": "open loop: run the Rust driver's threads SCHED_FIFO (root) so other processes cannot delay sends",
+    "baseline_dir": f"where baselines live (default {defaults.BASELINE_DIR}, relative to the rootdir)",
+    "driver": f"load driver: {' or '.join(DRIVERS)} (default {defaults.DRIVER})",
+    "rounds_min": f"rounds per target before the first verdict (default {defaults.ROUNDS_MIN})",
+    "rounds_max": f"rounds at most while a budget is inconclusive (default {defaults.ROUNDS_MAX})",
+    "round_duration_s": f"measured seconds per round (default {defaults.ROUND_DURATION_S:g})",
+    "warmup_s": f"warmup seconds per round, excluded from results (default {defaults.WARMUP_S:g})",
+    "confidence": f"confidence level of the verdicts (default {defaults.CONFIDENCE:g})",
+    "inconclusive": "what a final INCONCLUSIVE does: "
+    f"{', '.join(INCONCLUSIVE_POLICIES)} (default {defaults.INCONCLUSIVE})",
+    "fingerprint_mismatch": "baseline measured on another machine: "
+    f"{' or '.join(FINGERPRINT_POLICIES)} (default {defaults.FINGERPRINT_MISMATCH})",
+    "json_path": "write machine-readable results to PATH",
+    "markdown_path": "write a pull-request comment (Markdown) to PATH",
+    "report_dir": "write PNG plots under DIR",
+    "locust_workers": "Locust worker processes on this machine (0: one process)",
+    "update_baseline": "write this run's results as the new baselines",
+    "calibrate": "A/A run: measure each reference against itself and store the noise floor",
+    "max_lag_ms": "open loop: schedule-lag p99 (ms) of the driver above which a round is "
+    f"invalid (default {defaults.MAX_LAG_MS:g})",
+    "realtime": "open loop: run the Rust driver SCHED_FIFO (needs root) so a busy machine "
+    "cannot delay its sends",
 }
-
-_TRUE = {"1", "true", "yes", "on"}
-_FALSE = {"0", "false", "no", "off", ""}
 
 
 @dataclass(frozen=True)
 class Settings:
     """Validated settings of one netperf session (see :data:`SETTING_HELP`)."""
 
-    baseline_dir: Path = Path(DEFAULT_BASELINE_DIR)
-    runtime: str = "docker"
-    driver: str = "rust"
-    rounds_min: int = 5
-    rounds_max: int = 15
-    round_duration_s: float = 5.0
-    warmup_s: float = 1.0
-    confidence: float = 0.95
-    inconclusive: str = "fail"
-    fingerprint_mismatch: str = "warn"
+    baseline_dir: Path = Path(defaults.BASELINE_DIR)
+    driver: str = defaults.DRIVER
+    rounds_min: int = defaults.ROUNDS_MIN
+    rounds_max: int = defaults.ROUNDS_MAX
+    round_duration_s: float = defaults.ROUND_DURATION_S
+    warmup_s: float = defaults.WARMUP_S
+    confidence: float = defaults.CONFIDENCE
+    inconclusive: str = defaults.INCONCLUSIVE
+    fingerprint_mismatch: str = defaults.FINGERPRINT_MISMATCH
     json_path: Optional[Path] = None
     markdown_path: Optional[Path] = None
     report_dir: Optional[Path] = None
-    locust_workers: int = 0
+    locust_workers: int = defaults.LOCUST_WORKERS
     update_baseline: bool = False
     calibrate: bool = False
-    max_lag_ms: float = 5.0
+    max_lag_ms: float = defaults.MAX_LAG_MS
     realtime: bool = False
 
     @classmethod
@@ -93,26 +92,33 @@ class Settings:
 
     def validate(self) -> None:
         """Raise ValueError when a value is out of range or not one of the choices."""
-        _check_choice("runtime", self.runtime, RUNTIMES)
         _check_choice("driver", self.driver, DRIVERS)
         _check_choice("inconclusive", self.inconclusive, INCONCLUSIVE_POLICIES)
         _check_choice("fingerprint_mismatch", self.fingerprint_mismatch, FINGERPRINT_POLICIES)
-        if self.rounds_min < 2:
-            raise ValueError(f"rounds_min must be at least 2 (got {self.rounds_min})")
-        if self.rounds_max < self.rounds_min:
-            raise ValueError(
-                f"rounds_max ({self.rounds_max}) must be >= rounds_min ({self.rounds_min})"
-            )
-        if self.round_duration_s <= 0:
-            raise ValueError(f"round_duration_s must be > 0 (got {self.round_duration_s:g})")
-        if self.warmup_s < 0:
-            raise ValueError(f"warmup_s must be >= 0 (got {self.warmup_s:g})")
+        check_rounds(self.rounds_min, self.rounds_max)
+        check_durations(self.round_duration_s, self.warmup_s)
         if not 0.5 <= self.confidence < 1.0:
             raise ValueError(f"confidence must be in [0.5, 1) (got {self.confidence:g}); e.g. 0.95")
         if self.max_lag_ms <= 0:
             raise ValueError(f"max_lag_ms must be > 0 (got {self.max_lag_ms:g})")
         if self.locust_workers < 0:
             raise ValueError(f"locust_workers must be >= 0 (got {self.locust_workers})")
+
+
+def check_rounds(rounds_min: int, rounds_max: int) -> None:
+    """ValueError unless ``2 <= rounds_min <= rounds_max`` (the marker checks the same)."""
+    if rounds_min < 2:
+        raise ValueError(f"rounds_min must be at least 2 (got {rounds_min})")
+    if rounds_max < rounds_min:
+        raise ValueError(f"rounds_max ({rounds_max}) must be >= rounds_min ({rounds_min})")
+
+
+def check_durations(round_duration_s: float, warmup_s: float) -> None:
+    """ValueError unless the round lasts > 0 s and the warmup >= 0 s."""
+    if not round_duration_s > 0:
+        raise ValueError(f"round_duration_s must be > 0 (got {round_duration_s:g})")
+    if not warmup_s >= 0:
+        raise ValueError(f"warmup_s must be >= 0 (got {warmup_s:g})")
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
@@ -124,17 +130,21 @@ def _convert(key: str, value: Any) -> Any:
     """Convert one raw value to the type of setting ``key``."""
     default = Settings.__dataclass_fields__[key].default
     try:
-        if key in ("baseline_dir", "json_path", "markdown_path", "report_dir"):
+        if key in PATH_SETTINGS:
             return Path(value)
         if isinstance(default, bool):
             return _to_bool(value)
         if isinstance(default, int):
-            return _to_int(value)
+            return to_int(value)
         if isinstance(default, float):
-            return float(value)
+            return to_float(value)
         return str(value).strip().lower()
     except (TypeError, ValueError) as exc:
         raise ValueError(f"invalid value {value!r} for netperf setting {key}: {exc}") from None
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
 
 
 def _to_bool(value: Any) -> bool:
@@ -148,7 +158,8 @@ def _to_bool(value: Any) -> bool:
     raise ValueError("expected true/false")
 
 
-def _to_int(value: Any) -> int:
+def to_int(value: Any) -> int:
+    """An integer from an int, an integral float or text; ValueError otherwise."""
     if isinstance(value, bool):
         raise ValueError("expected an integer")
     if isinstance(value, float):
@@ -156,3 +167,13 @@ def _to_int(value: Any) -> int:
             raise ValueError("expected an integer")
         return int(value)
     return int(str(value).strip())
+
+
+def to_float(value: Any) -> float:
+    """A finite float from a number or text; ValueError otherwise (booleans too)."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number")
+    number = float(str(value).strip()) if isinstance(value, str) else float(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        raise ValueError("expected a finite number")
+    return number

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Protocol
 
-from ..results import RoundResult
+from pytest_netperf.measure.results import RoundResult
 
 
 @dataclass(frozen=True)

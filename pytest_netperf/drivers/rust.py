@@ -8,9 +8,9 @@ import shutil
 import subprocess
 from typing import Optional
 
-from ..errors import DriverError, DriverNotFoundError
-from ..results import RoundResult
-from .base import CommandOutcome, CommandRunner, LoadShape
+from pytest_netperf.errors import DriverError, DriverNotFoundError
+from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.drivers.base import CommandOutcome, CommandRunner, LoadShape
 
 #: Name of the binary on PATH (and argv[0] handed to runners).
 BINARY_NAME = "netperf-driver"

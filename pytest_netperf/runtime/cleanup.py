@@ -12,8 +12,8 @@ from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 from docker.models.networks import Network
 
-from . import labels as L
-from .client import docker_client
+from pytest_netperf.runtime import labels as L
+from pytest_netperf.runtime.client import docker_client
 
 
 def clean_all(verbose: bool = False, client: DockerClient | None = None) -> int:

@@ -8,7 +8,7 @@ import docker
 from docker import DockerClient
 from docker.errors import DockerException
 
-from ..errors import RuntimeUnavailable
+from pytest_netperf.errors import RuntimeUnavailable
 
 #: Seconds allowed for the first contact with the daemon.
 CONNECT_TIMEOUT_S = 4.0

@@ -10,8 +10,8 @@ import time
 from types import TracebackType
 from typing import Optional
 
-from ..drivers.rust import find_driver_binary
-from ..errors import DriverError
+from pytest_netperf.drivers.rust import find_driver_binary
+from pytest_netperf.errors import DriverError
 
 
 class LocalEchoServer:

@@ -1,4 +1,4 @@
-"""Readiness: an HTTP probe of a container's bridge address, as a testcontainers wait strategy."""
+"""Readiness: poll an HTTP probe of a container's bridge address until it answers."""
 
 from __future__ import annotations
 
@@ -6,16 +6,16 @@ import http.client
 import socket
 import time
 
-from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
+from docker.models.containers import Container
 
-from ..errors import NetperfError
+from pytest_netperf.errors import NetperfError
 
 
 class NodeNotReady(NetperfError):
-    """A node did not answer its readiness probe in time; the message carries its last logs."""
+    """A node did not answer its readiness probe in time, or its container exited first."""
 
 
-class HttpReadiness(WaitStrategy):
+class HttpReadiness:
     """Poll ``GET http://<address>:<port><path>`` until it answers 2xx (TCP connect when no path).
 
     Fails early when the container exits. Timeout and poll interval are explicit.
@@ -23,10 +23,9 @@ class HttpReadiness(WaitStrategy):
 
     def __init__(self, address: str, port: int, path: str | None,
                  timeout_s: float = 30.0, poll_interval_s: float = 0.05) -> None:
-        super().__init__()
         self.address, self.port, self.path = address, port, path
-        self._startup_timeout = float(timeout_s)  # with_startup_timeout() would drop fractions
-        self.with_poll_interval(poll_interval_s)
+        self.timeout_s = float(timeout_s)
+        self.poll_interval_s = float(poll_interval_s)
         self.last_problem = "not probed yet"
 
     def describe(self) -> str:
@@ -35,9 +34,9 @@ class HttpReadiness(WaitStrategy):
             return f"tcp://{self.address}:{self.port}"
         return f"http://{self.address}:{self.port}{self.path}"
 
-    def wait_until_ready(self, container: WaitStrategyTarget) -> None:
+    def wait_until_ready(self, container: Container) -> None:
         """Return once the probe succeeds; raise NodeNotReady otherwise."""
-        deadline = time.monotonic() + self._startup_timeout
+        deadline = time.monotonic() + self.timeout_s
         while True:
             if self.probe_once():
                 return
@@ -46,14 +45,14 @@ class HttpReadiness(WaitStrategy):
                 raise NodeNotReady(f"container exited ({status}) before {self.describe()} answered")
             if time.monotonic() >= deadline:
                 raise NodeNotReady(
-                    f"{self.describe()} not ready after {self._startup_timeout:.0f}s "
+                    f"{self.describe()} not ready after {self.timeout_s:.0f}s "
                     f"(last problem: {self.last_problem})"
                 )
-            time.sleep(self._poll_interval)
+            time.sleep(self.poll_interval_s)
 
     def probe_once(self) -> bool:
         """One attempt; remembers what went wrong in ``last_problem``."""
-        timeout = max(0.2, min(1.0, self._startup_timeout))
+        timeout = max(0.2, min(1.0, self.timeout_s))
         try:
             if self.path is None:
                 socket.create_connection((self.address, self.port), timeout=timeout).close()
@@ -71,7 +70,7 @@ class HttpReadiness(WaitStrategy):
         return 200 <= status < 300
 
 
-def _status(container: WaitStrategyTarget) -> str:
+def _status(container: Container) -> str:
     try:
         container.reload()
         return str(container.status)

@@ -9,8 +9,8 @@ from docker.errors import APIError
 from requests.exceptions import ConnectionError as RequestsConnectionError
 from requests.exceptions import ReadTimeout
 
-from ..drivers.base import CommandOutcome
-from ..errors import DriverError
+from pytest_netperf.drivers.base import CommandOutcome
+from pytest_netperf.errors import DriverError
 
 
 class ContainerRunner:

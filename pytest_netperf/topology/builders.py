@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from .model import Node, Target, Topology
+from pytest_netperf.topology.model import Node, Target, Topology
 
 ECHO_PORT = 8080
 GATEWAY_PORT = 8000

@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 from hdrh.histogram import HdrHistogram
 
-from pytest_netperf.baseline import Baseline, BaselineStore, SeriesRecord
-from pytest_netperf.cli import main
-from pytest_netperf.fingerprint import machine_fingerprint
-from pytest_netperf.plots import plot_rounds
-from pytest_netperf.results import RoundResult
+from pytest_netperf.baseline.store import Baseline, BaselineStore, SeriesRecord
+from pytest_netperf.cli.main import main
+from pytest_netperf.baseline.fingerprint import machine_fingerprint
+from pytest_netperf.report.plots import plot_rounds
+from pytest_netperf.measure.results import RoundResult
 
 REPO_DRIVER = (
     Path(__file__).resolve().parents[2] / "driver" / "target" / "release" / "netperf-driver"

@@ -19,7 +19,7 @@ from pytest_netperf.errors import RuntimeUnavailable
 from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.client import docker_client
-from pytest_netperf.runtime.docker_runtime import DockerRuntime, TopologyStartError
+from pytest_netperf.runtime.docker import DockerRuntime, TopologyStartError
 from pytest_netperf.topology.model import Node, Target, Topology
 
 pytestmark = pytest.mark.docker
@@ -70,7 +70,7 @@ def _child(tmp_path: Path, body: str, env: dict[str, str] | None = None) -> tupl
     test_file = tmp_path / "test_child.py"
     test_file.write_text(f"MARKER = {str(marker)!r}\n" + body)
     log = tmp_path / "child.log"
-    argv = [sys.executable, "-m", "pytest", "-p", "no:netperf", "-p", "pytest_netperf.docker_fixtures",
+    argv = [sys.executable, "-m", "pytest", "-p", "no:netperf", "-p", "pytest_netperf.plugin.docker_fixtures",
             "-p", "no:cacheprovider", "-rs", "-q", str(test_file)]
     with open(log, "w") as out:
         process = subprocess.Popen(argv, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,

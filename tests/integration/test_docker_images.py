@@ -7,8 +7,8 @@ from docker import DockerClient
 
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
 from pytest_netperf.runtime.client import docker_client
-from pytest_netperf.runtime.image_build import LABEL_INPUTS, image_id
-from pytest_netperf.runtime.images import (
+from pytest_netperf.images.layers import LABEL_INPUTS, image_id
+from pytest_netperf.images.resolve import (
     BASE_IMAGE,
     LOCAL_IMAGES,
     OFFICIAL_IMAGES,

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
 from pytest_netperf.runtime.client import docker_client
-from pytest_netperf.runtime.images import resolve_image
+from pytest_netperf.images.resolve import resolve_image
 
 pytestmark = pytest.mark.docker
 

@@ -22,11 +22,11 @@ import psutil
 import pytest
 
 from pytest_netperf.drivers.base import LoadShape
-from pytest_netperf.drivers.locust_driver import LocustDriver, LocustNotInstalled
-from pytest_netperf.drivers.locust_runner.processes import ProcessGroups
+from pytest_netperf.drivers.locust.driver import LocustDriver, LocustNotInstalled
+from pytest_netperf.drivers.locust.processes import ProcessGroups
 from pytest_netperf.errors import DriverError
-from pytest_netperf.histogram import decode_histogram
-from pytest_netperf.results import RoundResult
+from pytest_netperf.measure.histogram import decode_histogram
+from pytest_netperf.measure.results import RoundResult
 
 REPO = Path(__file__).resolve().parents[2]
 SHORT = dict(warmup_s=0.3, duration_s=1.5, interval_s=0.5)
@@ -291,7 +291,7 @@ def test_process_groups_kill_forked_children_when_the_block_fails(tmp_path: Path
 ROUND_IN_A_CHILD = """
 import sys
 from pytest_netperf.drivers.base import LoadShape
-from pytest_netperf.drivers.locust_driver import LocustDriver
+from pytest_netperf.drivers.locust.driver import LocustDriver
 # one remote worker that never comes: the master waits up to 60 s
 LocustDriver(workers=1, remote_workers=1, expect_workers_timeout_s=60).run(sys.argv[1], LoadShape(duration_s=1))
 """

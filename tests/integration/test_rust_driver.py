@@ -16,7 +16,7 @@ import pytest
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.rust import LocalRunner, RustDriver, find_driver_binary
 from pytest_netperf.errors import DriverError, DriverNotFoundError
-from pytest_netperf.histogram import decode_histogram, percentile_ns
+from pytest_netperf.measure.histogram import decode_histogram, percentile_ns
 from pytest_netperf.runtime.local import LocalEchoServer
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "driver" / "schema.json").read_text())

@@ -82,7 +82,7 @@ def test_budget_objects_are_accepted(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         """
         import pytest
-        from pytest_netperf.budget import Budget
+        from pytest_netperf.budget.grammar import Budget
 
         @pytest.mark.netperf(Budget.rps_loss(max_pct=10), Budget.latency("p90", "<", "1ms"))
         def test_objects():

@@ -87,7 +87,7 @@ def test_same_run_reference_comparison_detects_added_latency(pytester: pytest.Py
         test_cmp="""
         import os
         import pytest
-        from pytest_netperf.targets import with_query
+        from pytest_netperf.measure.targets import with_query
 
         URL = os.environ["NETPERF_TEST_URL"]
 

@@ -16,7 +16,7 @@ from hdrh.histogram import HdrHistogram
 from netperf_rounds import make_round, make_rounds
 
 from pytest_netperf import __version__
-from pytest_netperf.baseline import (
+from pytest_netperf.baseline.store import (
     FORMAT_VERSION,
     Baseline,
     BaselineStore,
@@ -25,7 +25,7 @@ from pytest_netperf.baseline import (
     safe_name,
 )
 from pytest_netperf.errors import BaselineError
-from pytest_netperf.fingerprint import (
+from pytest_netperf.baseline.fingerprint import (
     compare_fingerprints,
     cpu_model,
     machine_fingerprint,

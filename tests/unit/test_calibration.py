@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from pytest_netperf.calibration import (
+from pytest_netperf.verdict.calibration import (
     NOISE_FILE_NAME,
     MetricNoise,
     NoiseFloor,
@@ -24,8 +24,8 @@ from pytest_netperf.calibration import (
     save_noise,
 )
 from pytest_netperf.errors import BaselineError
-from pytest_netperf.results import LatencySummary, RoundResult
-from pytest_netperf.stats import Status, evaluate
+from pytest_netperf.measure.results import LatencySummary, RoundResult
+from pytest_netperf.verdict.stats import Status, evaluate
 
 MS = 1e6
 

@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_netperf.topology import (Topology, access_modes_topology, find_envoy_binary,
-                                     gateway_topology, render_envoy, render_haproxy,
-                                     render_kong, render_nginx, sidecar_chain_topology)
+from pytest_netperf import Topology, access_modes_topology, gateway_topology, sidecar_chain_topology
+from pytest_netperf.topology.render import find_envoy_binary, render_envoy, render_haproxy, render_kong, render_nginx
 
 _SANDBOX = ('mount --bind "$1" /etc/hosts && mount --bind "$2" /mnt && '
             'mount -t tmpfs netperf-check /tmp && shift 2 && exec "$@"')

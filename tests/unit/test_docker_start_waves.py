@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from pytest_netperf.runtime.docker_runtime import start_waves
-from pytest_netperf.topology import (
-    access_modes_topology,
-    container_specs,
-    gateway_topology,
-    sidecar_chain_topology,
-)
+from pytest_netperf.runtime.docker import start_waves
+from pytest_netperf import access_modes_topology, gateway_topology, sidecar_chain_topology
+from pytest_netperf.topology.render import container_specs
 from pytest_netperf.topology.model import Node, Target, Topology
 
 

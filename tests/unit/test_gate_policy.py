@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_netperf.budget import parse_budget
-from pytest_netperf.gate import BudgetOutcome, Gate
+from pytest_netperf.budget.grammar import parse_budget
+from pytest_netperf.measure.gate import BudgetOutcome, Gate
 
 
 def _outcome(status: str, text: str = "p90 < 1ms") -> BudgetOutcome:

@@ -1,19 +1,16 @@
-"""pytest_netperf.histogram: decoding the driver's encoding, lossless merges, percentiles."""
+"""pytest_netperf.measure.histogram: decoding the driver's encoding, percentiles."""
 
 from __future__ import annotations
 
 import random
 
 import pytest
-from hdrh.histogram import HdrHistogram
 
-from pytest_netperf.histogram import (
+from pytest_netperf.measure.histogram import (
     decode_histogram,
     encode_histogram,
-    merge_histograms,
     new_histogram,
     percentile_ns,
-    percentiles_ns,
     summarize,
 )
 
@@ -53,27 +50,8 @@ def test_encode_decode_round_trip() -> None:
     assert text.startswith("HISTF")
     back = decode_histogram(text)
     assert back.get_total_count() == 2_000
-    assert percentiles_ns(back) == percentiles_ns(original)
-
-
-def test_merge_is_lossless() -> None:
-    a, b, c = _values(1, 3_000), _values(2, 1_000), _values(3, 500)
-    merged = merge_histograms([encode_histogram(_histogram(v)) for v in (a, b, c)])
-    together = _histogram(a + b + c)
-    assert merged.get_total_count() == 4_500
-    for q in (1, 25, 50, 90, 99, 99.9, 100):
-        assert percentile_ns(merged, q) == percentile_ns(together, q)
-
-
-def test_merge_accepts_histograms_with_another_lowest_value() -> None:
-    coarse = HdrHistogram(1_000, 60_000_000_000, 3)  # what the Locust driver records
-    coarse.record_value(250_000)
-    merged = merge_histograms([encode_histogram(coarse), RUST_ENCODED])
-    assert merged.get_total_count() == 51
-
-
-def test_merge_of_nothing_is_empty() -> None:
-    assert merge_histograms([]).get_total_count() == 0
+    for q in (50.0, 90.0, 99.0, 99.9):
+        assert percentile_ns(back, q) == percentile_ns(original, q)
 
 
 def test_percentile_uses_the_ceiling_rank_like_the_driver() -> None:

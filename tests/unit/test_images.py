@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_netperf.runtime import labels as L
-from pytest_netperf.runtime.apt_sources import (
+from pytest_netperf.images.apt_sources import (
     AptSource,
     host_sources,
     mirror_for_suite,
@@ -18,14 +18,14 @@ from pytest_netperf.runtime.apt_sources import (
     parse_one_line,
 )
 from pytest_netperf.runtime.cleanup import _is_stale, pid_alive
-from pytest_netperf.runtime.image_inputs import (
+from pytest_netperf.images.inputs import (
     _platform_flags,
     check_glibc,
     extract_envoy,
     wheel_glibc,
 )
-from pytest_netperf.runtime.images import _missing_reason, _override, role_inputs_digest
-from pytest_netperf.runtime.rootfs import ImageBuildError, RootfsRecipe
+from pytest_netperf.images.resolve import _missing_reason, _override, role_inputs_digest
+from pytest_netperf.images.rootfs import ImageBuildError, RootfsRecipe
 
 DEB822 = """\
 Types: deb

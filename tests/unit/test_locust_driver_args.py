@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from pytest_netperf.drivers.base import LoadShape
-from pytest_netperf.drivers.locust_driver import LocustDriver
-from pytest_netperf.drivers.locust_runner import DEFAULT_USER_FILE, LISTENER_FILE, commands
+from pytest_netperf.drivers.locust.driver import LocustDriver
+from pytest_netperf.drivers.locust import DEFAULT_USER_FILE, LISTENER_FILE
+from pytest_netperf.drivers.locust import commands
 from pytest_netperf.errors import DriverError
 
 
@@ -93,5 +94,5 @@ def test_rejects_non_http_urls() -> None:
 def test_locust_processes_can_import_this_package() -> None:
     env = commands.locust_env({"PYTHONPATH": "/elsewhere"})
     first = env["PYTHONPATH"].split(":")[0]
-    assert (Path(first) / "pytest_netperf" / "drivers" / "locust_runner" / "netperf_listener.py").is_file()
+    assert (Path(first) / "pytest_netperf" / "drivers" / "locust" / "in_locust" / "netperf_listener.py").is_file()
     assert env["PYTHONPATH"].endswith(":/elsewhere")

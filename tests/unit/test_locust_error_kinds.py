@@ -9,7 +9,7 @@ import requests
 import urllib3.exceptions
 from geventhttpclient.useragent import RetriesExceeded
 
-from pytest_netperf.drivers.locust_runner.error_kinds import classify_exception
+from pytest_netperf.drivers.locust.in_locust.error_kinds import classify_exception
 
 
 def _raised_from(outer: type[BaseException], inner: BaseException, *args: object) -> BaseException:

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_netperf.drivers.locust_runner.pacing import paced_wait_time
+from pytest_netperf.drivers.locust.in_locust.pacing import paced_wait_time
 
 
 class ManualClock:

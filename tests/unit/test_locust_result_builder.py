@@ -6,14 +6,14 @@ from typing import Any, Optional
 
 import pytest
 
-from pytest_netperf.drivers.locust_runner.output_document import output_document
-from pytest_netperf.drivers.locust_runner.result_builder import (
+from pytest_netperf.drivers.locust.in_locust.output_document import output_document
+from pytest_netperf.drivers.locust.result_builder import (
     RunContext,
     build_round_result,
 )
-from pytest_netperf.drivers.locust_runner.window_recorder import WindowRecorder
+from pytest_netperf.drivers.locust.in_locust.window_recorder import WindowRecorder
 from pytest_netperf.errors import DriverError
-from pytest_netperf.results import RoundResult
+from pytest_netperf.measure.results import RoundResult
 
 
 class ManualClock:

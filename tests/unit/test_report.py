@@ -1,4 +1,4 @@
-"""Reports: terminal table, JSON, Markdown, GitHub step summary, JUnit properties, plots."""
+"""Reports: terminal table, JSON, Markdown, GitHub step summary, plots."""
 
 from __future__ import annotations
 
@@ -8,21 +8,13 @@ from pathlib import Path
 import pytest
 from netperf_rounds import make_rounds
 
-from pytest_netperf.plots import plot_latency_by_depth, plot_rounds, write_plots
-from pytest_netperf.report import (
-    ReportRow,
-    append_github_step_summary,
-    format_value,
-    junit_properties,
-    markdown,
-    overall_verdict,
-    shorten_test_id,
-    summary_line,
-    terminal_table,
-    write_json,
-    write_markdown,
-)
-from pytest_netperf.results import RoundResult
+from pytest_netperf.report.plots import plot_latency_by_depth, plot_rounds, write_plots
+from pytest_netperf.budget.metrics import format_metric as format_value
+from pytest_netperf.report.json_report import write_json
+from pytest_netperf.report.markdown import append_github_step_summary, markdown, write_markdown
+from pytest_netperf.report.rows import ReportRow, overall_verdict, summary_line
+from pytest_netperf.report.terminal import shorten_test_id, terminal_table
+from pytest_netperf.measure.results import RoundResult
 
 GW = "tests/scenarios/gateway/test_gateway_overhead.py::test_overhead[kong-c100]"
 NEW_NOTE = "no stored baseline: recorded as NEW (update with --netperf-update-baseline)"
@@ -98,13 +90,13 @@ def test_summary_line_counts_every_verdict() -> None:
 @pytest.mark.parametrize(
     ("metric", "value", "text"),
     [
-        ("p90", 512_000.0, "512 µs"),
-        ("p50", 1_250_000.0, "1.25 ms"),
-        ("p99", 800.0, "800 ns"),
+        ("p90", 512_000.0, "512us"),
+        ("p50", 1_250_000.0, "1.25ms"),
+        ("p99", 800.0, "800ns"),
         ("rps", 11_612.4, "11,612 rps"),
         ("rps", 950.2, "950 rps"),
         ("rps", 12.34, "12.3 rps"),
-        ("error_rate", 0.058, "5.80%"),
+        ("error_rate", 0.058, "5.8%"),
         ("sockets", 100.0, "100"),
         ("p50", None, "n/a"),
         ("p50", float("nan"), "n/a"),
@@ -233,23 +225,6 @@ def test_github_step_summary_is_appended_only_when_set(
     assert summary.read_text() == "earlier step\n# first\n# second\n"
 
 
-# ------------------------------------------------------------------ JUnit
-def test_junit_properties() -> None:
-    props = junit_properties(rows()[:2])
-    assert props[0] == ("netperf.verdict", "FAIL")
-    as_dict = dict(props)
-    assert as_dict["netperf.0.budget"] == "rps >= 0.9 * reference"
-    assert as_dict["netperf.0.verdict"] == "FAIL"
-    assert as_dict["netperf.0.interval"] == "[-11.2%, -7.5%]"
-    assert as_dict["netperf.0.driver"] == "rust on host"
-    assert as_dict["netperf.0.p_value"] == "0.004"
-    assert as_dict["netperf.0.notes"].startswith("Holm correction")
-    assert as_dict["netperf.1.verdict"] == "PASS"
-    assert "netperf.1.notes" not in as_dict
-    assert all(isinstance(k, str) and isinstance(v, str) for k, v in props)
-    assert junit_properties([]) == []
-
-
 # ------------------------------------------------------------------ plots
 def _png_pixels(path: Path):
     from matplotlib.image import imread
@@ -284,8 +259,8 @@ def test_depth_plot_needs_depth_series(tmp_path: Path) -> None:
 
 def test_write_plots_writes_every_applicable_plot(tmp_path: Path) -> None:
     pytest.importorskip(
-        "pytest_netperf.histogram",
-        reason="pytest_netperf.histogram (decode_histogram) is not there yet",
+        "pytest_netperf.measure.histogram",
+        reason="pytest_netperf.measure.histogram (decode_histogram) is not there yet",
     )
     series = {
         f"hops={d}/candidate": make_rounds(3, median_ns=500_000 * (d + 1), seed=d) for d in (0, 3)

@@ -20,18 +20,14 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from pytest_netperf.budget import parse_budget
-from pytest_netperf.stats import (
-    Rounds,
+from pytest_netperf.budget.grammar import parse_budget
+from pytest_netperf.verdict.error_control import alpha_for_look, holm_adjust, planned_looks
+from pytest_netperf.verdict.sequential import Rounds, SequentialPlan, sequential_verdict
+from pytest_netperf.verdict.stats import (
     Status,
     Verdict,
-    alpha_for_look,
     apply_holm,
     evaluate,
-    evaluate_depths,
-    holm_adjust,
-    planned_looks,
-    sequential_verdict,
 )
 
 GATES = 2000  # hardest calibration cases
@@ -231,24 +227,15 @@ def test_baseline_comparison_is_unpaired_and_may_differ_in_length() -> None:
     assert latency.status is Status.PASS
 
 
-def test_per_hop_divides_by_depth_and_depths_combine() -> None:
+def test_per_hop_divides_by_depth() -> None:
     ref = np.array([5.0, 5.2, 4.9, 5.1, 5.0]) * MS
     noise = np.array([0.05, -0.04, 0.02, -0.03, 0.0]) * MS
     at_three = evaluate("p90_added <= 1ms per hop", ref + 2.4 * MS + noise, ref, hops=3)
     assert at_three.status is Status.PASS
     assert at_three.estimate == pytest.approx(0.8 * MS, rel=0.01)
-    by_depth = {
-        0: Rounds(ref, ref),
-        3: Rounds(ref + 2.4 * MS + noise, ref),
-        5: Rounds(ref + 7.5 * MS + noise, ref),
-    }
-    combined = evaluate_depths("p90_added <= 1ms per hop", by_depth)
-    assert combined.status is Status.FAIL
-    assert combined.estimate == pytest.approx(1.5 * MS, rel=0.01)
-    assert [p.status for p in combined.parts] == [Status.PASS, Status.FAIL]
-    assert "depth 5" in combined.note
-    by_depth[5] = Rounds(ref + 4.0 * MS + noise, ref)
-    assert evaluate_depths("p90_added <= 1ms per hop", by_depth).status is Status.PASS
+    at_five = evaluate("p90_added <= 1ms per hop", ref + 7.5 * MS + noise, ref, hops=5)
+    assert at_five.status is Status.FAIL
+    assert at_five.estimate == pytest.approx(1.5 * MS, rel=0.01)
 
 
 def test_per_hop_needs_hops_and_others_refuse_them() -> None:
@@ -343,7 +330,9 @@ def test_sequential_verdict_stops_when_decided_and_caps_rounds() -> None:
         ref = 10_000 * np.exp(rng.normal(0, 0.2, k))
         return Rounds(ref * np.exp(rng.normal(0, 0.2, k)), ref)
 
-    verdict = sequential_verdict("rps >= 1.0x reference", undecidable, max_rounds=12, batch=4)
+    verdict = sequential_verdict(
+        "rps >= 1.0x reference", undecidable, plan=SequentialPlan(max_rounds=12, batch=4)
+    )
     assert asked == [5, 4, 3]
     assert verdict.n_rounds == 12 and verdict.looks == 3 and verdict.look_index == 3
 

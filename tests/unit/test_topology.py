@@ -6,8 +6,7 @@ from typing import Literal
 
 import pytest
 
-from pytest_netperf.topology import (Node, Target, Topology, access_modes_topology,
-                                     echo_topology, gateway_topology, sidecar_chain_topology)
+from pytest_netperf import Node, Target, Topology, access_modes_topology, echo_topology, gateway_topology, sidecar_chain_topology
 
 
 def test_echo_topology_single_and_replicated() -> None:

@@ -1,0 +1,1 @@
+"""Stored baselines: the file model, the per-machine store and the machine fingerprint."""

@@ -1,0 +1,233 @@
+"""``netperf baseline show | diff | update | prune``: the baseline store from a shell.
+
+Each command returns an exit code: 0 done (a diff that shows a regression is still 0),
+1 a problem (corrupt file, nothing to promote, refusing to prune), 2 usage.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Callable, Optional, Sequence
+
+from pytest_netperf.baseline.store import Baseline, BaselineStore, matches
+from pytest_netperf.errors import BaselineError
+from pytest_netperf.baseline.fingerprint import compare_fingerprints
+from pytest_netperf.budget.metrics import format_metric
+from pytest_netperf.budget import metrics
+from pytest_netperf.report.terminal import shorten_test_id
+
+Printer = Callable[[str], None]
+
+SHOW_METRICS = ("rps", "p50", "p99", "error_rate")
+DIFF_METRICS = ("rps", "p50", "p90", "p99", "p999", "error_rate", "sockets")
+
+COLLECT_COMMAND = (
+    "-m",
+    "pytest",
+    "--collect-only",
+    "-q",
+    "-m",
+    "netperf",
+    "-p",
+    "no:cacheprovider",
+)
+
+
+def _err(message: str) -> None:
+    print(f"netperf: {message}", file=sys.stderr)
+
+
+def _median(values: Sequence[float]) -> Optional[float]:
+    return statistics.median(values) if values else None
+
+
+def _read_all(store: BaselineStore, paths: Sequence[Path]) -> tuple[list[Baseline], int]:
+    """Read every file; print each error and return how many failed."""
+    good, failed = [], 0
+    for path in paths:
+        try:
+            good.append(store.read(path))
+        except BaselineError as exc:
+            _err(str(exc))
+            failed += 1
+    return good, failed
+
+
+def show(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> int:
+    """Table of stored baselines (one row per series) with median key metrics."""
+    from tabulate import tabulate
+
+    baselines, failed = _read_all(store, store.baseline_paths())
+    selected = [b for b in baselines if matches(b.test_id, pattern)]
+    if not selected:
+        where = f" matching {pattern!r}" if pattern else ""
+        out(f"no baselines{where} in {store.directory}")
+        return 1 if failed else 0
+    table = []
+    for b in sorted(selected, key=lambda b: b.test_id):
+        for index, (name, series) in enumerate(b.series.items()):
+            first = index == 0
+            table.append(
+                [
+                    shorten_test_id(b.test_id, 44) if first else "",
+                    name,
+                    b.created_at[:16].replace("T", " ") if first else "",
+                    (b.git_commit or "-")[:10] if first else "",
+                    len(series.rounds),
+                    *(format_metric(m, _median(series.values(m))) for m in SHOW_METRICS),
+                ]
+            )
+    headers = ["test", "series", "created (UTC)", "commit", "rounds", *SHOW_METRICS]
+    out(tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True))
+    out(f"{len(selected)} baseline(s) in {store.directory}; metrics are medians over rounds")
+    return 1 if failed else 0
+
+
+def diff(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> int:
+    """Stored baseline vs the last run's pending results, per series and metric."""
+    stored, failed_stored = _read_all(store, store.baseline_paths())
+    pending, failed_pending = _read_all(store, store.pending_paths())
+    failed = failed_stored + failed_pending
+    stored_by_id = {b.test_id: b for b in stored if matches(b.test_id, pattern)}
+    pending_by_id = {b.test_id: b for b in pending if matches(b.test_id, pattern)}
+    if not pending_by_id:
+        out(f"no pending results in {store.pending_directory}; run the tests with pytest first")
+        return 1 if failed else 0
+    for test_id in sorted(pending_by_id):
+        out("")
+        out(test_id)
+        _diff_one(stored_by_id.get(test_id), pending_by_id[test_id], out)
+    without_run = sorted(set(stored_by_id) - set(pending_by_id))
+    if without_run:
+        out("")
+        out(f"{len(without_run)} stored baseline(s) have no results from the last run")
+    return 1 if failed else 0
+
+
+def _diff_one(old: Optional[Baseline], new: Baseline, out: Printer) -> None:
+    from tabulate import tabulate
+
+    if old is None:
+        out("  NEW: no stored baseline (promote with: netperf baseline update TEST_ID)")
+        return
+    out(f"  stored   {old.created_at} commit {(old.git_commit or '-')[:10]}")
+    out(f"  last run {new.created_at} commit {(new.git_commit or '-')[:10]}")
+    for difference in compare_fingerprints(old.fingerprint, new.fingerprint):
+        out(f"  machine differs: {difference}")
+    table = []
+    for name in [*old.series, *(n for n in new.series if n not in old.series)]:
+        if name not in new.series or name not in old.series:
+            side = "stored baseline" if name in old.series else "last run"
+            out(f"  series {name!r} only in the {side}")
+            continue
+        for metric in DIFF_METRICS:
+            before = _median(old.series[name].values(metric))
+            after = _median(new.series[name].values(metric))
+            table.append(
+                [
+                    name,
+                    metric,
+                    format_metric(metric, before),
+                    format_metric(metric, after),
+                    *_ratio_cells(metric, before, after),
+                ]
+            )
+    if table:
+        headers = ["series", "metric", "stored", "last run", "ratio", "change"]
+        text = tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
+        out("\n".join("  " + line for line in text.splitlines()))
+
+
+def _ratio_cells(metric: str, before: Optional[float], after: Optional[float]) -> list[str]:
+    if before is None or after is None:
+        return ["n/a", ""]
+    worse = after < before if metrics.get(metric).higher_is_better else after > before
+    if before == 0:
+        return ["n/a", "" if after == 0 else "from 0" + (" (worse)" if worse else "")]
+    ratio = after / before
+    change = (ratio - 1.0) * 100
+    mark = " (worse)" if worse and abs(change) >= 0.05 else ""
+    return [f"{ratio:.3f}", f"{change:+.1f}%{mark}"]
+
+
+def update(
+    store: BaselineStore, test_ids: Sequence[str], promote_all: bool, out: Printer = print
+) -> int:
+    """Promote pending results to stored baselines."""
+    if bool(test_ids) == promote_all:
+        _err("baseline update: name test ids or pass --all (not both)")
+        return 2
+    try:
+        written = store.promote_pending(None if promote_all else list(test_ids))
+    except BaselineError as exc:
+        _err(str(exc))
+        return 1
+    if not written:
+        out(f"nothing to promote: {store.pending_directory} holds no pending results")
+        return 1
+    for path in written:
+        out(f"updated {path}")
+    out(f"{len(written)} baseline(s) updated; commit them with your change")
+    return 0
+
+
+def prune(
+    store: BaselineStore,
+    known_from: Optional[Path],
+    collect: bool,
+    dry_run: bool,
+    out: Printer = print,
+) -> int:
+    """Remove baselines whose test ids are not in the known list / not collected."""
+    try:
+        known = read_known_ids(known_from) if known_from is not None else collect_test_ids()
+    except (OSError, RuntimeError) as exc:
+        _err(f"baseline prune: {exc}")
+        return 1
+    if not known:
+        _err("baseline prune: the list of known tests is empty; refusing to remove every baseline")
+        return 1
+    try:
+        stale = store.prune(known, dry_run=dry_run)
+    except BaselineError as exc:
+        _err(f"{exc}; nothing was removed")
+        return 1
+    verb = "would remove" if dry_run else "removed"
+    for path in stale:
+        out(f"{verb} {path}")
+    out(f"{len(stale)} file(s) {verb}; {len(known)} known test id(s)")
+    return 0
+
+
+def read_known_ids(path: Path) -> set[str]:
+    """Test ids from a file: one per line; blank lines and ``#`` comments are skipped."""
+    lines = Path(path).read_text(encoding="utf-8").splitlines()
+    return {line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")}
+
+
+def collect_test_ids(cwd: Optional[Path] = None, timeout_s: float = 300.0) -> set[str]:
+    """Node ids of the netperf tests: ``python -m pytest --collect-only -q -m netperf``.
+
+    Runs in ``cwd`` (default: the current directory) with the project's own pytest
+    configuration. Raises RuntimeError when collection fails or finds nothing.
+    """
+    argv = [sys.executable, *COLLECT_COMMAND]
+    try:
+        proc = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"test collection took longer than {timeout_s:g}s") from None
+    ids = set()
+    for line in proc.stdout.splitlines():
+        if not line.strip():
+            break  # node ids come first; a blank line precedes the summary and warnings
+        if "::" in line and not line[:1].isspace():
+            ids.add(line.strip())
+    if proc.returncode == 5 or (proc.returncode == 0 and not ids):
+        raise RuntimeError("pytest collected no netperf tests here; refusing to prune")
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-5:])
+        raise RuntimeError(f"test collection failed (pytest exit {proc.returncode}):\n{tail}")
+    return ids

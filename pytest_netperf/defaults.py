@@ -1,0 +1,35 @@
+"""Every default of pytest-netperf, written once.
+
+Settings, the gate, the statistics, the CLI and the option help all read these names.
+"""
+
+from __future__ import annotations
+
+#: Where baselines and the A/A noise floor live, relative to the rootdir.
+BASELINE_DIR = ".netperf"
+#: Rounds per target before the first verdict.
+ROUNDS_MIN = 5
+#: Rounds at most while a budget stays INCONCLUSIVE.
+ROUNDS_MAX = 15
+#: Rounds added per further look of the sequential procedure.
+ROUND_BATCH = 5
+#: Measured seconds per round.
+ROUND_DURATION_S = 5.0
+#: Warmup seconds per round, excluded from the results.
+WARMUP_S = 1.0
+#: Confidence level of every verdict (1 - the false-FAIL rate over all looks).
+CONFIDENCE = 0.95
+#: Power for the smallest detectable effect (MDE) figures.
+POWER = 0.8
+#: Alpha-spending rule over the looks of the sequential procedure.
+SPENDING = "pocock"
+#: What a final INCONCLUSIVE does: fail, warn or pass.
+INCONCLUSIVE = "fail"
+#: A baseline from another machine: warn or fail.
+FINGERPRINT_MISMATCH = "warn"
+#: Open loop: the driver's schedule-lag p99 (ms) above which a round is INVALID.
+MAX_LAG_MS = 5.0
+#: The load driver when a test names none.
+DRIVER = "rust"
+#: Locust worker processes on this machine (0: Locust runs in one process).
+LOCUST_WORKERS = 0

@@ -1,0 +1,195 @@
+"""Turn the listener's JSON document into the driver-neutral :class:`RoundResult`.
+
+Pure: no processes, no Locust import; unit-tested on synthetic documents.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping, Optional
+
+from pytest_netperf.errors import DriverError
+from pytest_netperf.measure.histogram import decode_histogram, percentile_ns, summarize
+from pytest_netperf.measure.results import ClientHealth, Interval, LatencySummary, RoundResult
+from pytest_netperf.drivers.locust import OUTPUT_SCHEMA
+
+#: A Locust process using more than this share of one core during the window is saturated
+#: (Locust runs each process on one core; the same 90% Locust itself warns at).
+CPU_SATURATION_SHARE = 0.90
+#: Paced rounds must reach this share of the requested rate.
+ACHIEVED_RATE_FLOOR = 0.99
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """What the driver asked for, recorded in the result's ``config``."""
+
+    url: str
+    users: int
+    workers: int
+    rate: Optional[float]
+    arrival: str
+    warmup_s: float
+    duration_s: float
+    interval_s: float
+    timeout_s: float
+    locustfile: Optional[str]
+    user_class: Optional[str]
+    request: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    #: A process whose event-loop lag p99 exceeds this is saturated: a late wake-up delays
+    #: reading responses (the Rust driver's default --max-lag for schedule lag is also 1 ms).
+    max_loop_lag_ns: float = 1_000_000.0
+
+
+def summarize_histogram(encoded: str) -> LatencySummary:
+    """Count, min/mean/max/stdev and P50/P90/P99/P99.9 of an encoded histogram (ns),
+    percentiles defined as the Rust driver defines them."""
+    summary = LatencySummary.from_json(summarize(decode_histogram(encoded)))
+    assert summary is not None
+    return summary
+
+
+def _intervals(window: Mapping[str, Any]) -> list[Interval]:
+    """Per-interval counters; a trailing sliver shorter than half an interval is left out
+    of this view (its requests are in the totals)."""
+    result = []
+    half = float(window["interval_s"]) / 2
+    for item in window["intervals"]:
+        length = float(item["length_s"])
+        if length < half:
+            continue
+        histogram = decode_histogram(item["histogram"])
+        p50, p99 = (None, None)
+        if histogram.get_total_count() > 0:
+            p50, p99 = float(percentile_ns(histogram, 50.0)), float(percentile_ns(histogram, 99.0))
+        result.append(
+            Interval(
+                start_s=float(item["start_s"]),
+                requests=int(item["requests"]),
+                ok=int(item["ok"]),
+                errors=int(item["errors"]),
+                rps=int(item["requests"]) / length,
+                p50_ns=p50,
+                p99_ns=p99,
+            )
+        )
+    return result
+
+
+def _process_label(process: Mapping[str, Any]) -> str:
+    return f"locust {process['role']} pid {process['pid']} on {process['host']}"
+
+
+def client_health(document: Mapping[str, Any], context: RunContext, duration_s: float) -> ClientHealth:
+    """CPU use of every Locust process, and whether any of them (or the pacing) saturated."""
+    processes = list(document["processes"])
+    reasons = []
+    for process in processes:
+        busy = float(process["cpu_user_s"]) + float(process["cpu_sys_s"])
+        wall = float(process["wall_s"]) or duration_s
+        share = busy / wall if wall > 0 else 0.0
+        if share > CPU_SATURATION_SHARE:
+            reasons.append(f"{_process_label(process)} used {share:.1%} of a core during the window (> 90%)")
+        warned = process.get("locust_cpu_warning_percent")
+        if warned is not None:
+            reasons.append(
+                f"Locust reported CPU usage above 90% ({float(warned):.0f}%) in {_process_label(process)}"
+            )
+        lag = process.get("loop_lag_p99_ns")
+        if lag is not None and float(lag) > context.max_loop_lag_ns:
+            reasons.append(
+                f"event loop lag p99 {float(lag) / 1e3:.0f} us in {_process_label(process)} above bound "
+                f"{context.max_loop_lag_ns / 1e3:.0f} us (responses wait for the client)"
+            )
+    achieved_ratio = None
+    if context.rate:
+        iterations = int(document["window"]["iterations"])
+        achieved_ratio = iterations / (context.rate * duration_s) if duration_s > 0 else 0.0
+        if achieved_ratio < ACHIEVED_RATE_FLOOR:
+            reasons.append(f"achieved {achieved_ratio:.1%} of requested rate (< 99%)")
+    cpu_user = sum(float(process["cpu_user_s"]) for process in processes)
+    cpu_sys = sum(float(process["cpu_sys_s"]) for process in processes)
+    threads = max(len(processes), 1)
+    return ClientHealth(
+        cpu_user_s=cpu_user,
+        cpu_sys_s=cpu_sys,
+        cpu_util=(cpu_user + cpu_sys) / (duration_s * threads) if duration_s > 0 else 0.0,
+        threads=threads,
+        schedule_lag_p99_ns=None,
+        achieved_ratio=achieved_ratio,
+        saturated=bool(reasons),
+        saturation_reasons=reasons,
+    )
+
+
+def _check_document(document: Mapping[str, Any]) -> None:
+    if document.get("schema") != OUTPUT_SCHEMA:
+        raise DriverError(
+            f"Locust listener wrote schema {document.get('schema')!r}, expected {OUTPUT_SCHEMA!r}"
+        )
+    missing = sorted(set(document["workers_expected"]) - set(document["workers_reported"]))
+    if missing:
+        raise DriverError(
+            f"{len(missing)} of {len(document['workers_expected'])} Locust workers sent no measurement "
+            f"(missing: {', '.join(missing)}); the round cannot be merged losslessly"
+        )
+
+
+def build_round_result(document: Mapping[str, Any], context: RunContext, driver_version: str) -> RoundResult:
+    """Map a listener document (schema ``netperf-locust/1``) onto a :class:`RoundResult`."""
+    _check_document(document)
+    window = document["window"]
+    duration = float(document["window_s"])
+    latency = summarize_histogram(window["latency"])
+    processes = list(document["processes"])
+    sockets = sum(int(process["sockets_opened"]) for process in processes)
+    requests = int(window["requests"])
+    config = {
+        "url": context.url,
+        "mode": "open" if context.rate else "closed",
+        "connections": context.users,
+        "users": context.users,
+        "workers": context.workers,
+        "processes": len(processes),
+        "rate": context.rate,
+        "arrival": context.arrival,
+        "duration_s": context.duration_s,
+        "warmup_s": context.warmup_s,
+        "timeout_s": context.timeout_s,
+        "interval_s": context.interval_s,
+        "locustfile": context.locustfile,
+        "user_class": context.user_class,
+        "locust_version": document.get("locust_version", ""),
+        "hosts": sorted({str(process["host"]) for process in processes}),
+        "requests_per_process": [int(p.get("requests", 0)) for p in processes if p["role"] != "master"],
+        "loop_lag_p99_ns": [p.get("loop_lag_p99_ns") for p in processes if p["role"] != "master"],
+        "notes": list(context.notes),
+        **dict(context.request),
+    }
+    return RoundResult(
+        driver="locust",
+        target=context.url,
+        mode=config["mode"],
+        duration_s=duration,
+        requested_rps=context.rate,
+        achieved_rps=requests / duration if duration > 0 else 0.0,
+        requests=requests,
+        ok=int(window["ok"]),
+        non_2xx=int(window["non_2xx"]),
+        status_codes={str(code): int(count) for code, count in window["status_codes"].items()},
+        errors={kind: int(count) for kind, count in window["errors"].items() if int(count)},
+        sockets_opened=sockets,
+        reconnects=max(sockets - context.users, 0),
+        bytes_sent=0,
+        bytes_received=int(window["bytes_received"]),
+        latency=latency,
+        service_time=replace(latency),  # Locust measures from the actual send: the same data
+        schedule_lag=None,
+        connect_time=None,
+        intervals=_intervals(window),
+        client=client_health(document, context, duration),
+        connections=context.users,
+        driver_version=driver_version,
+        config=config,
+    )

@@ -1,0 +1,1 @@
+"""Container images per role: resolution (override, local build, official) and the offline build."""

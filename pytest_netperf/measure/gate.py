@@ -1,0 +1,406 @@
+"""One test's gate: measure targets in rounds, then judge the test's budgets.
+
+A :class:`Gate` is created per test by the plugin.  The test calls :meth:`Gate.measure`
+(one target) or :meth:`Gate.compare` (candidate vs reference, interleaved rounds
+R C C R R C …).  Rounds are added while a budget is INCONCLUSIVE, up to the maximum.
+:meth:`Gate.finish` applies Holm within the test and the final-INCONCLUSIVE policy.
+Nothing here imports pytest.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Mapping, Optional, Sequence
+
+from pytest_netperf import defaults
+from pytest_netperf.budget.grammar import Budget
+from pytest_netperf.budget.metrics import ERROR_METRICS
+from pytest_netperf.drivers.base import CommandRunner, Driver, LoadShape
+from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
+from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.measure.targets import TargetLike, host_header, target_url
+from pytest_netperf.verdict import stats
+from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
+from pytest_netperf.verdict.sequential import SequentialPlan, run_sequential
+from pytest_netperf.verdict.status import Status
+
+ProgressFn = Callable[[str], None]
+DriverFactory = Callable[[Optional[str], Optional[CommandRunner]], Driver]
+BaselineLookup = Callable[[str, str, str], Optional[list[float]]]
+
+
+def series_name(measurement_key: str, label: str) -> str:
+    """Name of a measured series in baselines and plots (``candidate``, ``hops=3/reference``)."""
+    return label if measurement_key == "default" else f"{measurement_key}/{label}"
+
+
+@dataclass
+class Series:
+    """All rounds of one target within one measurement."""
+
+    label: str
+    url: str
+    where: str
+    driver: str
+    shape: LoadShape
+    rounds: list[RoundResult] = field(default_factory=list)
+    #: Image -> digest of the containers behind the target (empty for a plain URL).
+    images: dict[str, str] = field(default_factory=dict)
+
+    def values(self, metric: str) -> list[float]:
+        """Per-round values of ``metric``."""
+        return [r.metric(metric) for r in self.rounds]
+
+
+@dataclass
+class Measurement:
+    """One ``measure()`` or ``compare()`` call of a test."""
+
+    key: str
+    candidate: Series
+    reference: Optional[Series] = None
+    hops: Optional[int] = None
+    verdicts: dict[str, stats.Verdict] = field(default_factory=dict)
+    invalid_reason: Optional[str] = None
+
+    def series(self) -> list[Series]:
+        """Candidate first, then the reference when there is one."""
+        return [s for s in (self.candidate, self.reference) if s is not None]
+
+
+@dataclass
+class BudgetOutcome:
+    """The final word on one budget for one measurement."""
+
+    test_id: str
+    measurement: str
+    budget: Budget
+    status: Status
+    verdict: Optional[stats.Verdict]
+    notes: list[str] = field(default_factory=list)
+    reference_label: str = ""
+
+    def __post_init__(self) -> None:
+        self.status = Status.parse(self.status)
+
+
+class GateFailure(AssertionError):
+    """Raised at the end of a test whose budgets failed; the message explains each one."""
+
+
+@dataclass
+class GateSettings:
+    """The tunables a gate needs (a subset of the plugin settings)."""
+
+    rounds_min: int = defaults.ROUNDS_MIN
+    rounds_max: int = defaults.ROUNDS_MAX
+    round_batch: int = defaults.ROUND_BATCH
+    duration_s: float = defaults.ROUND_DURATION_S
+    warmup_s: float = defaults.WARMUP_S
+    confidence: float = defaults.CONFIDENCE
+    inconclusive: str = defaults.INCONCLUSIVE  # fail | warn | pass
+    calibrate: bool = False
+    max_lag_ms: float = defaults.MAX_LAG_MS
+    realtime: bool = False
+
+    def plan(self, rounds: Optional[int] = None) -> SequentialPlan:
+        """The sequential plan; ``rounds`` fixes the count (one look)."""
+        if rounds is not None:
+            return SequentialPlan.fixed(rounds)
+        return SequentialPlan(self.rounds_min, self.rounds_max, self.round_batch)
+
+
+def _endpoint_parts(target: TargetLike) -> tuple[str, Optional[CommandRunner], str]:
+    url = target_url(target)
+    runner = None if isinstance(target, str) else getattr(target, "runner", None)
+    where = (None if isinstance(target, str) else getattr(target, "where", None)) or (
+        runner.where if runner is not None else "host"
+    )
+    return url, runner, where
+
+
+class Gate:
+    """Measures and judges one test."""
+
+    def __init__(
+        self,
+        test_id: str,
+        budgets: Sequence[Budget],
+        settings: GateSettings,
+        driver_factory: DriverFactory,
+        default_driver: Optional[str] = None,
+        baseline_lookup: Optional[BaselineLookup] = None,
+        progress: Optional[ProgressFn] = None,
+        notes: Optional[list[str]] = None,
+        noise: Optional[NoiseFloor] = None,
+    ) -> None:
+        self.test_id = test_id
+        self.budgets = list(budgets)
+        self.settings = settings
+        self._driver_factory = driver_factory
+        self._default_driver = default_driver
+        self._baseline_lookup = baseline_lookup
+        self._progress = progress or (lambda _msg: None)
+        self.measurements: list[Measurement] = []
+        #: Test-level notes (fingerprint warnings, baseline writes) shown with every outcome.
+        self.notes: list[str] = list(notes or [])
+        self._noise = noise  # from an earlier A/A run (--netperf-calibrate), if any
+        self._started = time.monotonic()
+        self.implicit_error_budget = not any(b.metric in ERROR_METRICS for b in self.budgets)
+
+    # ------------------------------------------------------------------ public API
+    def measure(
+        self,
+        target: TargetLike,
+        *,
+        key: Optional[str] = None,
+        hops: Optional[int] = None,
+        driver: Optional[str] = None,
+        rounds: Optional[int] = None,
+        **shape_args: Any,
+    ) -> Measurement:
+        """Measure one target in rounds; returns the measurement (rounds included)."""
+        needs_ref = [b.text for b in self.budgets if b.comparison == "reference"]
+        if needs_ref:
+            raise NetperfError(
+                f"budget {needs_ref[0]!r} compares with a reference: use netperf.compare(candidate, reference)"
+            )
+        shape = self._shape(shape_args)
+        cand = self._series("candidate", target, shape, driver)
+        m = self._new_measurement(key, cand, None, hops)
+        self._run_rounds(m, rounds)
+        return m
+
+    def compare(
+        self,
+        candidate: TargetLike,
+        reference: TargetLike,
+        *,
+        key: Optional[str] = None,
+        hops: Optional[int] = None,
+        driver: Optional[str] = None,
+        rounds: Optional[int] = None,
+        **shape_args: Any,
+    ) -> Measurement:
+        """Measure candidate and reference in interleaved rounds (R C C R …)."""
+        shape = self._shape(shape_args)
+        if self.settings.calibrate:
+            candidate = reference  # A/A: the reference measured against itself
+        cand = self._series("candidate", candidate, shape, driver)
+        ref = self._series("reference", reference, shape, driver)
+        m = self._new_measurement(key, cand, ref, hops)
+        self._run_rounds(m, rounds)
+        return m
+
+    def finish(self) -> list[BudgetOutcome]:
+        """Final verdicts for every budget and measurement (Holm within the test)."""
+        outcomes: list[BudgetOutcome] = []
+        for m in self.measurements:
+            outcomes.extend(self._final_outcomes(m))
+        judged = [o for o in outcomes if o.verdict is not None and o.status.judged]
+        if len(judged) > 1:
+            alpha = 1.0 - self.settings.confidence
+            adjusted = stats.apply_holm([o.verdict for o in judged if o.verdict is not None], alpha)
+            for o, v in zip(judged, adjusted, strict=True):
+                if o.verdict is not None and v.status != o.verdict.status:
+                    o.notes.append(f"Holm correction over {len(judged)} budgets: {o.verdict.status} -> {v.status}")
+                o.verdict = v
+                o.status = v.status
+        for o in outcomes:
+            if self._noise is not None and o.verdict is not None:
+                warning = check_budget_against_noise(o.budget, self._noise, o.verdict.n_rounds)
+                if warning:
+                    o.notes.append(warning)
+            if o.status is Status.INCONCLUSIVE:
+                o.notes.append(f"inconclusive after {o.verdict.n_rounds if o.verdict else '?'} rounds; policy: {self.settings.inconclusive}")
+        return outcomes
+
+    @staticmethod
+    def failure_message(outcomes: Sequence[BudgetOutcome], policy: str) -> Optional[str]:
+        """The test-failure text, or None when the gate passes."""
+        bad = [o for o in outcomes if o.status in (Status.FAIL, Status.INVALID)]
+        if policy == "fail":
+            bad += [o for o in outcomes if o.status is Status.INCONCLUSIVE]
+        if not bad:
+            return None
+        lines = ["netperf gate failed:"]
+        for o in bad:
+            where = f" [{o.measurement}]" if o.measurement != "default" else ""
+            detail = o.verdict.describe() if o.verdict is not None else ""
+            lines.append(f"  {o.status}: '{o.budget.text}'{where}: {detail}".rstrip(": "))
+            lines.extend(f"      {n}" for n in o.notes)
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------------ internals
+    def _shape(self, args: Mapping[str, Any]) -> LoadShape:
+        known = {f for f in LoadShape.__dataclass_fields__}
+        aliases = {"duration": "duration_s", "warmup": "warmup_s", "timeout": "timeout_s"}
+        values: dict[str, Any] = {
+            "duration_s": self.settings.duration_s,
+            "warmup_s": self.settings.warmup_s,
+            "extra": {"max_lag": f"{self.settings.max_lag_ms:g}ms"},
+        }
+        for name, value in args.items():
+            name = aliases.get(name, name)
+            if name not in known:
+                raise TypeError(f"unknown load option {name!r}; expected one of {sorted(known | set(aliases))}")
+            if name == "headers" and isinstance(value, Mapping):
+                value = tuple(value.items())
+            values[name] = value
+        if self.settings.realtime and values.get("rate"):
+            values["extra"] = {**values["extra"], "realtime": True}
+        shape = LoadShape(**values)
+        if shape.rate is not None and shape.rate <= 0:
+            raise ValueError(f"rate must be positive, got {shape.rate}")
+        if shape.connections < 1:
+            raise ValueError(f"connections must be >= 1, got {shape.connections}")
+        return shape
+
+    def _series(self, label: str, target: TargetLike, shape: LoadShape, driver: Optional[str]) -> Series:
+        url, runner, where = _endpoint_parts(target)
+        if runner is not None and "realtime" in shape.extra:
+            # SCHED_FIFO needs CAP_SYS_NICE and an RT cgroup budget a container rarely has;
+            # in a container the lag bound alone guards the schedule.
+            shape = replace(shape, extra={k: v for k, v in shape.extra.items() if k != "realtime"})
+        host = host_header(target)
+        if host and not any(k.lower() == "host" for k, _ in shape.headers):
+            shape = replace(shape, headers=shape.headers + (("Host", host),))
+        name = driver or self._default_driver
+        drv = self._driver_factory(name, runner)
+        images = {} if isinstance(target, str) else dict(getattr(target, "images", None) or {})
+        series = Series(label=label, url=url, where=where, driver=drv.name, shape=shape, images=images)
+        series._driver = drv  # type: ignore[attr-defined]
+        return series
+
+    def _new_measurement(self, key: Optional[str], cand: Series, ref: Optional[Series], hops: Optional[int]) -> Measurement:
+        if key is None:
+            key = "default" if not self.measurements else f"m{len(self.measurements) + 1}"
+            if hops is not None:
+                key = f"hops={hops}"
+        if any(m.key == key for m in self.measurements):
+            raise ValueError(f"measurement key {key!r} used twice in {self.test_id}; pass key=...")
+        m = Measurement(key=key, candidate=cand, reference=ref, hops=hops)
+        self.measurements.append(m)
+        return m
+
+    def _run_one(self, m: Measurement, series: Series, index: int, total: int) -> None:
+        self._progress(
+            f"{self.test_id} [{m.key}] round {index + 1}/{total} {series.label} "
+            f"({series.shape.describe()}, {time.monotonic() - self._started:.0f}s elapsed)"
+        )
+        try:
+            result = series._driver.run(series.url, series.shape)  # type: ignore[attr-defined]
+        except DriverError as exc:
+            raise InvalidMeasurement(f"{series.label} {series.url}: {exc}") from exc
+        if result.client.saturated:
+            reasons = "; ".join(result.client.saturation_reasons) or "no reason given"
+            raise InvalidMeasurement(
+                f"the load driver was saturated measuring {series.label} {series.url} "
+                f"(round {index + 1}): {reasons}"
+            )
+        series.rounds.append(result)
+
+    def _run_rounds(self, m: Measurement, rounds: Optional[int]) -> None:
+        """The sequential procedure (:func:`run_sequential`) over interleaved rounds."""
+        plan = self.settings.plan(rounds)
+
+        def measure_more(k: int) -> None:
+            done = len(m.candidate.rounds)
+            for i in range(done, done + k):
+                order = m.series() if i % 2 else list(reversed(m.series()))
+                for s in order:  # R C, C R, R C … (ABBA)
+                    self._run_one(m, s, i, done + k)
+
+        def more(undecided: list[str], total: int) -> None:
+            self._progress(f"{self.test_id} [{m.key}] inconclusive ({', '.join(undecided)}): {total} rounds")
+
+        m.verdicts = dict(run_sequential(plan, measure_more, lambda look, looks: self._verdicts(m, look, looks), more))
+
+    def image_digests(self) -> dict[str, str]:
+        """Image -> digest of every container measured by this test (for the fingerprint)."""
+        return {k: v for m in self.measurements for s in m.series() for k, v in s.images.items()}
+
+    def measurement(self, key: str) -> Measurement:
+        """The measurement called ``key``."""
+        return next(m for m in self.measurements if m.key == key)
+
+    def _applicable(self, m: Measurement) -> list[Budget]:
+        out = []
+        for b in self.budgets:
+            if b.comparison == "reference" and m.reference is None:
+                continue
+            if b.per_hop and not m.hops:
+                continue
+            out.append(b)
+        return out
+
+    def _values(self, m: Measurement, b: Budget) -> dict[str, Optional[list[float]]]:
+        cand = m.candidate.values(b.metric)
+        ref = m.reference.values(b.metric) if (m.reference is not None and b.comparison == "reference") else None
+        base = None
+        if b.comparison == "baseline" and self._baseline_lookup is not None:
+            base = self._baseline_lookup(m.key, "candidate", b.metric)
+        return {"candidate": cand, "reference": ref, "baseline": base}
+
+    def _verdicts(self, m: Measurement, look: int, looks: int) -> dict[str, stats.Verdict]:
+        out: dict[str, stats.Verdict] = {}
+        for b in self._applicable(m):
+            vals = self._values(m, b)
+            if b.comparison == "baseline" and vals["baseline"] is None:
+                continue  # NEW: decided in finish()
+            out[b.text] = stats.evaluate(
+                b,
+                vals["candidate"],
+                reference=vals["reference"],
+                baseline=vals["baseline"],
+                confidence=self.settings.confidence,
+                looks=looks,
+                look_index=look,
+                hops=m.hops if b.per_hop else None,
+                attempts=[float(r.ok + r.error_count) for r in m.candidate.rounds] if b.metric == "error_rate" else None,
+            )
+        return out
+
+    def _error_note(self, m: Measurement) -> Optional[str]:
+        parts = []
+        for s in m.series():
+            errs = sum(r.error_count for r in s.rounds)
+            if errs:
+                kinds: dict[str, int] = {}
+                for r in s.rounds:
+                    for k, v in r.errors.items():
+                        kinds[k] = kinds.get(k, 0) + v
+                    for code, v in r.status_codes.items():
+                        if not code.startswith("2"):
+                            kinds[f"HTTP {code}"] = kinds.get(f"HTTP {code}", 0) + v
+                desc = ", ".join(f"{k}: {v}" for k, v in sorted(kinds.items()))
+                parts.append(f"{s.label} had {errs} errors ({desc})")
+        return "; ".join(parts) or None
+
+    def _final_outcomes(self, m: Measurement) -> list[BudgetOutcome]:
+        outcomes = []
+        error_note = self._error_note(m)
+        ref_label = "reference" if m.reference is not None else ""
+        for b in self._applicable(m):
+            label = "baseline" if b.comparison == "baseline" else (ref_label if b.comparison == "reference" else "absolute")
+            v = m.verdicts.get(b.text)
+            if b.comparison == "baseline" and v is None:
+                outcomes.append(BudgetOutcome(self.test_id, m.key, b, Status.NEW, None,
+                                              ["no stored baseline: recorded as NEW (update with --netperf-update-baseline)"], label))
+                continue
+            assert v is not None
+            o = BudgetOutcome(self.test_id, m.key, b, v.status, v, [], label)
+            if v.note:
+                o.notes.append(v.note)
+            if error_note and self.implicit_error_budget:
+                o.status = Status.INVALID
+                o.notes.append(f"{error_note}; no errors are allowed unless a budget says so (e.g. 'error_rate <= 1%')")
+            outcomes.append(o)
+        if self.implicit_error_budget and error_note:
+            implicit = Budget.parse("errors == 0")
+            v = stats.evaluate(implicit, m.candidate.values("errors"), confidence=self.settings.confidence)
+            outcomes.append(BudgetOutcome(self.test_id, m.key, implicit, v.status, v, [error_note + " (implicit budget)"], "absolute"))
+        for o in outcomes:
+            o.notes.extend(self.notes)
+        return outcomes

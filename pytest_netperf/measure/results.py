@@ -1,0 +1,209 @@
+"""The result model every driver feeds and every budget, baseline and report reads.
+
+One :class:`RoundResult` is one measurement round of one target.  The Rust driver's JSON
+document (``driver/schema.json``) maps onto it with :func:`RoundResult.from_driver_json`;
+the Locust driver builds the same objects itself.  Latency histograms travel as the
+standard HdrHistogram V2 compressed encoding in base64, so rounds can be merged later.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping, Optional
+
+from pytest_netperf.budget import metrics
+
+
+@dataclass
+class LatencySummary:
+    """Summary of one latency distribution, in nanoseconds, plus the encoded histogram."""
+
+    count: int
+    min_ns: float
+    mean_ns: float
+    max_ns: float
+    stdev_ns: float
+    p50_ns: float
+    p90_ns: float
+    p99_ns: float
+    p999_ns: float
+    histogram: Optional[str] = None
+
+    @classmethod
+    def from_json(cls, doc: Optional[Mapping[str, Any]]) -> Optional["LatencySummary"]:
+        """Build from a driver ``*_ns`` block (``None`` stays ``None``)."""
+        if doc is None:
+            return None
+        return cls(
+            count=int(doc["count"]),
+            min_ns=float(doc["min"]),
+            mean_ns=float(doc["mean"]),
+            max_ns=float(doc["max"]),
+            stdev_ns=float(doc["stdev"]),
+            p50_ns=float(doc["p50"]),
+            p90_ns=float(doc["p90"]),
+            p99_ns=float(doc["p99"]),
+            p999_ns=float(doc["p999"]),
+            histogram=doc.get("histogram"),
+        )
+
+    def percentile_ns(self, q: float) -> float:
+        """Return a stored percentile; ``q`` is one of 50, 90, 99, 99.9."""
+        table = {50.0: self.p50_ns, 90.0: self.p90_ns, 99.0: self.p99_ns, 99.9: self.p999_ns}
+        if float(q) in table:
+            return table[float(q)]
+        if self.histogram:
+            from pytest_netperf.measure.histogram import decode_histogram, percentile_ns
+
+            return float(percentile_ns(decode_histogram(self.histogram), q))
+        raise KeyError(f"percentile {q} is not stored and no histogram is available")
+
+
+@dataclass
+class ClientHealth:
+    """How the load generator itself fared: a saturated client invalidates a round."""
+
+    cpu_user_s: float = 0.0
+    cpu_sys_s: float = 0.0
+    cpu_util: float = 0.0
+    threads: int = 1
+    schedule_lag_p99_ns: Optional[float] = None
+    achieved_ratio: Optional[float] = None
+    saturated: bool = False
+    saturation_reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Interval:
+    """Per-interval counters (default one second)."""
+
+    start_s: float
+    requests: int
+    ok: int
+    errors: int
+    rps: float
+    p50_ns: Optional[float] = None
+    p99_ns: Optional[float] = None
+
+
+@dataclass
+class RoundResult:
+    """One measurement round of one target by one driver."""
+
+    driver: str
+    target: str
+    mode: str  # "closed" or "open"
+    duration_s: float
+    requested_rps: Optional[float]
+    achieved_rps: float
+    requests: int
+    ok: int
+    non_2xx: int
+    status_codes: dict[str, int]
+    errors: dict[str, int]
+    sockets_opened: int
+    reconnects: int
+    bytes_sent: int
+    bytes_received: int
+    latency: LatencySummary
+    service_time: Optional[LatencySummary] = None
+    schedule_lag: Optional[LatencySummary] = None
+    connect_time: Optional[LatencySummary] = None
+    intervals: list[Interval] = field(default_factory=list)
+    client: ClientHealth = field(default_factory=ClientHealth)
+    connections: Optional[int] = None
+    driver_version: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def error_count(self) -> int:
+        """Transport errors plus non-2xx responses."""
+        return sum(self.errors.values()) + self.non_2xx
+
+    @property
+    def error_rate(self) -> float:
+        """Errors over attempted requests (0.0 when nothing was attempted)."""
+        attempted = self.ok + self.error_count
+        return self.error_count / attempted if attempted else 0.0
+
+    @property
+    def valid(self) -> bool:
+        """False when the driver says it was saturated."""
+        return not self.client.saturated
+
+    def metric(self, name: str) -> float:
+        """A scalar metric by name (``rps``, ``p90``, ``errors`` …; see the metrics registry)."""
+        return metrics.get(name).value(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (histograms included)."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "RoundResult":
+        """Inverse of :meth:`to_dict`."""
+        data = dict(doc)
+        for key in ("latency", "service_time", "schedule_lag", "connect_time"):
+            if data.get(key) is not None:
+                data[key] = LatencySummary(**data[key])
+        data["intervals"] = [Interval(**i) for i in data.get("intervals", [])]
+        data["client"] = ClientHealth(**data.get("client", {}))
+        return cls(**data)
+
+    @classmethod
+    def from_driver_json(cls, doc: Mapping[str, Any]) -> "RoundResult":
+        """Map the Rust driver's JSON document (schema_version 1) onto the model."""
+        version = doc.get("schema_version")
+        if version != 1:
+            raise ValueError(f"unsupported driver schema_version {version!r} (expected 1)")
+        cfg = doc["config"]
+        summ = doc["summary"]
+        cli = doc["client"]
+        latency = LatencySummary.from_json(doc["latency_ns"])
+        assert latency is not None
+        return cls(
+            driver="rust",
+            target=cfg["url"],
+            mode=cfg["mode"],
+            duration_s=float(summ["duration_s"]),
+            requested_rps=summ.get("requested_rps"),
+            achieved_rps=float(summ["achieved_rps"]),
+            requests=int(summ["requests"]),
+            ok=int(summ["ok"]),
+            non_2xx=int(summ["non_2xx"]),
+            status_codes={str(k): int(v) for k, v in summ.get("status_codes", {}).items()},
+            errors={k: int(v) for k, v in summ.get("errors", {}).items() if int(v)},
+            sockets_opened=int(summ["sockets_opened"]),
+            reconnects=int(summ.get("reconnects", 0)),
+            bytes_sent=int(summ.get("bytes_sent", 0)),
+            bytes_received=int(summ.get("bytes_received", 0)),
+            latency=latency,
+            service_time=LatencySummary.from_json(doc.get("service_time_ns")),
+            schedule_lag=LatencySummary.from_json(doc.get("schedule_lag_ns")),
+            connect_time=LatencySummary.from_json(doc.get("connect_time_ns")),
+            intervals=[
+                Interval(
+                    start_s=float(i["start_s"]),
+                    requests=int(i["requests"]),
+                    ok=int(i["ok"]),
+                    errors=int(i["errors"]),
+                    rps=float(i["rps"]),
+                    p50_ns=i.get("p50_ns"),
+                    p99_ns=i.get("p99_ns"),
+                )
+                for i in doc.get("intervals", [])
+            ],
+            client=ClientHealth(
+                cpu_user_s=float(cli.get("cpu_user_s", 0.0)),
+                cpu_sys_s=float(cli.get("cpu_sys_s", 0.0)),
+                cpu_util=float(cli.get("cpu_util", 0.0)),
+                threads=int(cli.get("threads", 1)),
+                schedule_lag_p99_ns=cli.get("schedule_lag_p99_ns"),
+                achieved_ratio=cli.get("achieved_ratio"),
+                saturated=bool(cli.get("saturated", False)),
+                saturation_reasons=list(cli.get("saturation_reasons", [])),
+            ),
+            connections=cfg.get("connections"),
+            driver_version=str(doc.get("tool", {}).get("version", "")),
+            config=dict(cfg),
+        )

@@ -1,0 +1,179 @@
+"""pytest fixtures that stand topologies up in Docker (the plugin loads this as a plugin module).
+
+Layers, like pytest-httpserver: ``netperf_image_overrides`` (override it to pin images) →
+``netperf_docker`` (session: the runtime, stale cleanup, signal handlers) → topology
+fixtures (module scope, parametrizable with ``indirect=True``) and the per-test
+``netperf_topology`` factory for your own topologies.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
+from pytest_netperf.runtime.cleanup import clean_session, clean_stale
+from pytest_netperf.runtime.client import docker_client
+from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology
+from pytest_netperf.images.resolve import resolve_image
+from pytest_netperf.topology import builders
+from pytest_netperf.topology.model import Topology
+
+STARTUP_TIMES = pytest.StashKey[dict[str, float]]()
+_HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+
+@pytest.fixture(scope="session")
+def netperf_image_overrides(pytestconfig: pytest.Config) -> Mapping[str, str]:
+    """Role -> image to force: ``--netperf-image ROLE=IMAGE`` / the ``netperf_images`` ini key
+    (beyond NETPERF_IMAGE_<ROLE>). Override this fixture to pin images in code."""
+    plugin = pytestconfig.pluginmanager.get_plugin("netperf-session")
+    return dict(getattr(plugin, "images", None) or {})
+
+
+@pytest.fixture(scope="session")
+def netperf_docker(
+    request: pytest.FixtureRequest, netperf_image_overrides: Mapping[str, str]
+) -> Iterator[DockerRuntime]:
+    """The session's DockerRuntime. Skips (with the reason) when Docker or the echo image is absent.
+
+    Removes leftovers of crashed sessions first; on SIGTERM/SIGINT and at exit it removes
+    this session's containers and networks before the signal takes its usual course.
+    """
+    try:
+        client = docker_client()
+        echo_image = resolve_image("echo", netperf_image_overrides, client)
+    except (RuntimeUnavailable, ImageMissingError) as exc:
+        pytest.skip(str(exc))
+    session_id = uuid.uuid4().hex[:8]
+    clean_stale(client)
+    runtime = DockerRuntime(session_id, {"echo": echo_image}, client, overrides=netperf_image_overrides)
+    restore_signals = _install_signal_cleanup(session_id)
+    last_resort = _register_atexit(session_id)
+    try:
+        yield runtime
+    finally:
+        runtime.down_all()
+        clean_session(session_id, client)
+        restore_signals()
+        atexit.unregister(last_resort)
+        request.config.stash.setdefault(STARTUP_TIMES, {}).update(runtime.startup_times)
+
+
+@pytest.fixture(scope="module")
+def echo_topology(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) -> Iterator[RunningTopology]:
+    """Echo servers; param: replicas (int, default 1) or a dict of ``builders.echo_topology`` args."""
+    yield from _bring_up(netperf_docker, builders.echo_topology(**_params(request, "replicas", 1)))
+
+
+@pytest.fixture(scope="module")
+def gateway_topology(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) -> Iterator[RunningTopology]:
+    """Echo behind a gateway; param: kind ("nginx" default | "kong") or a dict (kind, workers, ...)."""
+    yield from _bring_up(netperf_docker, builders.gateway_topology(**_params(request, "kind", "nginx")))
+
+
+@pytest.fixture(scope="module")
+def sidecar_chain(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) -> Iterator[RunningTopology]:
+    """svc-a <-> svc-b call chain; param: sidecars (bool, default True: Envoy pods)."""
+    yield from _bring_up(netperf_docker, builders.sidecar_chain_topology(**_params(request, "sidecars", True)))
+
+
+@pytest.fixture(scope="module")
+def access_modes(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) -> Iterator[RunningTopology]:
+    """Echo replicas reached by link, DNS, discovery proxy, L7 and L4; param: replicas (default 3)."""
+    yield from _bring_up(netperf_docker, builders.access_modes_topology(**_params(request, "replicas", 3)))
+
+
+@pytest.fixture
+def netperf_topology(netperf_docker: DockerRuntime) -> Iterator[Callable[[Topology], RunningTopology]]:
+    """A factory ``up(topology) -> RunningTopology``; whatever it started is removed after the test."""
+    started: list[RunningTopology] = []
+
+    def up(topology: Topology) -> RunningTopology:
+        try:
+            running = netperf_docker.up(topology)
+        except ImageMissingError as exc:
+            pytest.skip(str(exc))
+        started.append(running)
+        return running
+
+    try:
+        yield up
+    finally:
+        for running in reversed(started):
+            running.down()
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """One line with the startup time of each topology brought up in this session."""
+    times = config.stash.get(STARTUP_TIMES, {})
+    if times:
+        text = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in sorted(times.items()))
+        terminalreporter.write_line(f"netperf docker topology startup: {text}")
+
+
+def _params(request: pytest.FixtureRequest, key: str, default: Any) -> dict[str, Any]:
+    value = getattr(request, "param", default)
+    return dict(value) if isinstance(value, Mapping) else {key: value}
+
+
+def _bring_up(runtime: DockerRuntime, topology: Topology) -> Iterator[RunningTopology]:
+    try:
+        running = runtime.up(topology)
+    except ImageMissingError as exc:
+        pytest.skip(str(exc))
+    try:
+        yield running
+    finally:
+        running.down()
+        if running in runtime.running:
+            runtime.running.remove(running)
+
+
+def _install_signal_cleanup(session_id: str) -> Callable[[], None]:
+    """Handlers that remove this session's resources, then let the signal act as before."""
+    previous: dict[int, Any] = {}
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        _quiet_clean(session_id)
+        before = previous.get(signum, signal.SIG_DFL)
+        signal.signal(signum, before)
+        if callable(before):
+            before(signum, frame)
+        else:
+            os.kill(os.getpid(), signum)
+
+    for signum in _HANDLED_SIGNALS:
+        try:
+            previous[signum] = signal.signal(signum, handler)
+        except ValueError:  # not the main thread: leave signals alone, atexit still cleans
+            pass
+
+    def restore() -> None:
+        for signum, before in previous.items():
+            if signal.getsignal(signum) is handler:
+                signal.signal(signum, before)
+
+    return restore
+
+
+def _register_atexit(session_id: str) -> Callable[[], None]:
+    def last_resort() -> None:
+        _quiet_clean(session_id)
+
+    atexit.register(last_resort)
+    return last_resort
+
+
+def _quiet_clean(session_id: str) -> None:
+    try:
+        clean_session(session_id)
+    except Exception:  # Docker gone: nothing more we can do while exiting
+        pass

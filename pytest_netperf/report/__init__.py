@@ -1,0 +1,1 @@
+"""What a session shows people and machines: rows, terminal table, JSON, Markdown, plots."""

@@ -1,0 +1,200 @@
+"""PNG plots of one test's measurements (matplotlib, no pyplot, no display needed).
+
+Three kinds:
+
+* per-round values of each series (throughput and a latency percentile), to see drift
+  and outliers between interleaved rounds;
+* latency distributions: a percentile curve per series, from the merged per-round
+  HdrHistograms;
+* latency versus call depth for chains: series named ``depth=N`` or ``hops=N``,
+  optionally with a label (``depth=3/sidecar``, ``hops=3/reference``), one line per label.
+
+Figures are built with :class:`matplotlib.figure.Figure` directly, which renders with
+the Agg canvas and leaves the global pyplot backend of the user's session alone.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from pathlib import Path
+from typing import Any, Mapping, Optional, Sequence
+
+from pytest_netperf.budget import metrics as registry
+from pytest_netperf.budget.metrics import Family
+from pytest_netperf.measure.results import RoundResult
+
+#: How each family is drawn: factor from canonical units and the axis unit.
+_AXIS = {
+    Family.LATENCY: (1e-6, "ms"),
+    Family.RATE: (1.0, "responses/s"),
+    Family.FRACTION: (100.0, "%"),
+    Family.COUNT: (1.0, "count"),
+}
+_DEPTH_NAME = re.compile(r"^(?:depth|hops)=(\d+)(?:/(.+))?$")
+_PERCENTILE_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
+
+SeriesRounds = Mapping[str, Sequence[RoundResult]]
+
+
+def write_plots(
+    report_dir: Path,
+    test_id: str,
+    series: SeriesRounds,
+    metrics: Sequence[str] = ("rps", "p90"),
+    depth_metric: str = "p90",
+) -> list[Path]:
+    """Write every plot that applies to ``series`` (name -> rounds); returns the files."""
+    from pytest_netperf.baseline.store import safe_name
+
+    report_dir = Path(report_dir)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    stem = report_dir / safe_name(test_id)
+    written = [plot_rounds(series, stem.with_name(stem.name + "-rounds.png"), metrics, test_id)]
+    distribution = plot_latency_distribution(
+        series, stem.with_name(stem.name + "-latency.png"), test_id
+    )
+    depth = plot_latency_by_depth(
+        series, stem.with_name(stem.name + "-depth.png"), depth_metric, test_id
+    )
+    return written + [p for p in (distribution, depth) if p is not None]
+
+
+def plot_rounds(
+    series: SeriesRounds, path: Path, metrics: Sequence[str] = ("rps", "p90"), title: str = ""
+) -> Path:
+    """One panel per metric: the value of every round, one line per series."""
+    fig = _figure(width=7.0, height=2.6 * len(metrics) + 0.6)
+    axes = fig.subplots(len(metrics), 1, sharex=True, squeeze=False)[:, 0]
+    for ax, metric in zip(axes, metrics):
+        scale, unit = _scale(metric)
+        for name, rounds in series.items():
+            xs = list(range(1, len(rounds) + 1))
+            ys = [r.metric(metric) * scale for r in rounds]
+            ax.plot(xs, ys, marker="o", markersize=4, linewidth=1.2, label=name)
+        ax.set_ylabel(f"{metric} ({unit})")
+        ax.grid(True, alpha=0.3)
+        ax.set_ylim(bottom=0)
+    axes[-1].set_xlabel("round")
+    axes[-1].xaxis.get_major_locator().set_params(integer=True)
+    axes[0].legend(loc="best", fontsize="small")
+    return _save(fig, path, title or "per-round values")
+
+
+def plot_latency_distribution(series: SeriesRounds, path: Path, title: str = "") -> Optional[Path]:
+    """Latency by percentile per series (rounds merged); ``None`` without histograms."""
+    curves = {}
+    for name, rounds in series.items():
+        merged = merge_latency_histograms(rounds)
+        if merged is not None and merged.get_total_count() > 0:
+            curves[name] = _percentile_curve(merged)
+    if not curves:
+        return None
+    fig = _figure(width=7.0, height=4.2)
+    ax = fig.subplots()
+    for name, (xs, ys) in curves.items():
+        ax.plot(xs, ys, linewidth=1.4, label=name)
+    ax.set_xscale("log")
+    top = max(max(xs) for xs, _ in curves.values())
+    ticks = [t for t in _PERCENTILE_TICKS if _odds(t) <= top * 1.0001]
+    ax.set_xticks([_odds(t) for t in ticks])
+    ax.set_xticklabels([f"{t:g}%" for t in ticks])
+    ax.minorticks_off()
+    ax.set_xlabel("percentile")
+    ax.set_ylabel("latency (ms)")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize="small")
+    return _save(fig, path, title or "latency distribution")
+
+
+def plot_latency_by_depth(
+    series: SeriesRounds, path: Path, metric: str = "p90", title: str = ""
+) -> Optional[Path]:
+    """Median ``metric`` per call depth, min–max over rounds as error bars, one line per
+    label; ``None`` unless at least two series are named ``depth=N[/label]``."""
+    groups: dict[str, list[tuple[int, list[float]]]] = {}
+    for name, rounds in series.items():
+        match = _DEPTH_NAME.match(name)
+        if match and rounds:
+            label = match.group(2) or "default"
+            groups.setdefault(label, []).append(
+                (int(match.group(1)), [r.metric(metric) for r in rounds])
+            )
+    if sum(len(points) for points in groups.values()) < 2:
+        return None
+    scale, unit = _scale(metric)
+    fig = _figure(width=7.0, height=4.2)
+    ax = fig.subplots()
+    for label, points in sorted(groups.items()):
+        points.sort()
+        depths = [d for d, _ in points]
+        medians = [statistics.median(v) * scale for _, v in points]
+        low = [m - min(v) * scale for m, (_, v) in zip(medians, points)]
+        high = [max(v) * scale - m for m, (_, v) in zip(medians, points)]
+        ax.errorbar(depths, medians, yerr=[low, high], marker="o", capsize=3, label=label)
+    ax.set_xticks(sorted({d for points in groups.values() for d, _ in points}))
+    ax.set_xlabel("call depth")
+    ax.set_ylabel(f"{metric} ({unit}), median of rounds")
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="upper left", fontsize="small")
+    return _save(fig, path, title or f"{metric} by call depth")
+
+
+def merge_latency_histograms(rounds: Sequence[RoundResult]) -> Optional[Any]:
+    """All rounds' latency HdrHistograms added together; ``None`` if none is stored."""
+    merged = None
+    for r in rounds:
+        if not r.latency.histogram:
+            continue
+        histogram = _decode(r.latency.histogram)
+        if merged is None:
+            merged = histogram
+        else:
+            merged.add(histogram)
+    return merged
+
+
+def _decode(encoded: str) -> Any:
+    from pytest_netperf.measure.histogram import decode_histogram
+
+    return decode_histogram(encoded)
+
+
+def _percentile_curve(histogram: Any, points: int = 200) -> tuple[list[float], list[float]]:
+    """x = 1/(1-p) (so 90%, 99%, 99.9% are evenly spaced), y = latency in ms."""
+    count = histogram.get_total_count()
+    # Do not draw beyond the resolution of the data: the top is 1 - 1/count.
+    decades = max(1.0, min(5.0, math.log10(max(count, 10))))
+    xs, ys = [], []
+    for i in range(points + 1):
+        odds = 10 ** (decades * i / points)
+        percentile = 100.0 * (1.0 - 1.0 / odds)
+        xs.append(odds)
+        ys.append(histogram.get_value_at_percentile(percentile) / 1e6)
+    return xs, ys
+
+
+def _odds(percentile: float) -> float:
+    return 1.0 / (1.0 - percentile / 100.0)
+
+
+def _scale(metric: str) -> tuple[float, str]:
+    """Factor and unit to show ``metric`` with (latencies in ms)."""
+    return _AXIS[registry.get(metric).family]
+
+
+def _figure(width: float, height: float) -> Any:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=110, layout="constrained")
+
+
+def _save(fig: Any, path: Path, title: str) -> Path:
+    fig.suptitle(title, fontsize="medium")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png")
+    return path

@@ -1,0 +1,159 @@
+"""Report rows: the outcome of one budget of one test, for people and for machines.
+
+Rows are built in one place (:func:`row_for_outcome`, :func:`invalid_rows`); they travel
+between xdist workers and the controller as dicts (:meth:`ReportRow.to_dict`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
+
+from pytest_netperf.verdict.status import SUMMARY_ORDER, WORST_FIRST, Status
+
+if TYPE_CHECKING:
+    from pytest_netperf.measure.gate import BudgetOutcome, Gate, Measurement
+
+
+@dataclass
+class ReportRow:
+    """The outcome of one budget of one test, formatted for people, plus raw numbers."""
+
+    test_id: str
+    budget: str
+    reference: str
+    measured: str
+    interval: str
+    verdict: str
+    rounds: int
+    notes: list[str] = field(default_factory=list)
+    driver: str = ""
+    where: str = ""
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.verdict = Status.parse(self.verdict).value
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> "ReportRow":
+        """Build from a JSON-ready dict (unknown keys are ignored)."""
+        known = cls.__dataclass_fields__
+        data = {k: v for k, v in doc.items() if k in known}
+        data["notes"] = list(data.get("notes") or [])
+        data["raw"] = dict(data.get("raw") or {})
+        return cls(**data)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict."""
+        return asdict(self)
+
+
+
+def as_rows(rows: Iterable[Any]) -> list[ReportRow]:
+    """``ReportRow`` objects from rows or their dicts."""
+    return [r if isinstance(r, ReportRow) else ReportRow.from_dict(r) for r in rows]
+
+
+def counts(rows: Iterable[Any]) -> dict[str, int]:
+    """Number of rows per verdict (every verdict present, zero included), worst first."""
+    out = {status.value: 0 for status in WORST_FIRST}
+    for row in as_rows(rows):
+        out[row.verdict] += 1
+    return out
+
+
+def summary_line(rows: Iterable[Any]) -> str:
+    """``3 passed, 1 failed, 0 inconclusive, 0 invalid, 1 new``."""
+    n = counts(rows)
+    return ", ".join(f"{n[status.value]} {status.word}" for status in SUMMARY_ORDER)
+
+
+def overall_verdict(rows: Iterable[Any]) -> Optional[Status]:
+    """The worst verdict among ``rows`` (``None`` for no rows)."""
+    present = {row.verdict for row in as_rows(rows)}
+    return next((s for s in WORST_FIRST if s.value in present), None)
+
+
+def verdict_rank(verdict: str) -> int:
+    """Severity of a row's verdict, worst first (for sorting)."""
+    return Status.parse(verdict).rank
+
+
+def row_for_outcome(outcome: "BudgetOutcome", gate: "Gate") -> ReportRow:
+    """The row of one budget outcome of a test."""
+    v = outcome.verdict
+    m = gate.measurement(outcome.measurement)
+    fmt = outcome.budget.format_value
+    measured = interval = ""
+    raw: dict[str, Any] = {}
+    if v is not None:
+        measured = fmt(v.estimate)
+        interval = f"[{fmt(v.ci_low)}, {fmt(v.ci_high)}]"
+        raw = {
+            "estimate": _plain(v.estimate),
+            "ci_low": _plain(v.ci_low),
+            "ci_high": _plain(v.ci_high),
+            "threshold": _plain(v.threshold),
+            "p_value": _plain(v.p_value),
+            "method": str(v.method),
+            "mde": _plain(v.mde),
+            "exact": bool(v.exact),
+        }
+    return ReportRow(
+        test_id=_test_label(gate.test_id, outcome.measurement),
+        budget=outcome.budget.text,
+        reference=outcome.reference_label,
+        measured=measured,
+        interval=interval,
+        verdict=outcome.status.value,
+        rounds=int(v.n_rounds if v is not None else len(m.candidate.rounds)),
+        notes=list(outcome.notes),
+        driver=m.candidate.driver,
+        where=m.candidate.where,
+        raw=raw,
+    )
+
+
+def invalid_rows(gate: "Gate", reason: str) -> list[ReportRow]:
+    """One INVALID row per budget of a test whose measurement could not be trusted."""
+    last = gate.measurements[-1].candidate if gate.measurements else None
+    texts = [b.text for b in gate.budgets] or ["-"]
+    return [
+        ReportRow(
+            test_id=gate.test_id,
+            budget=text,
+            reference="",
+            measured="",
+            interval="",
+            verdict=Status.INVALID.value,
+            rounds=0,
+            notes=[reason],
+            driver=last.driver if last else "",
+            where=last.where if last else "",
+        )
+        for text in texts
+    ]
+
+
+def measurement_summary(m: "Measurement") -> dict[str, Any]:
+    """Per-series rounds of one measurement, for the JSON report."""
+    out: dict[str, Any] = {"key": m.key, "hops": m.hops, "series": {}}
+    for s in m.series():
+        out["series"][s.label] = {
+            "url": s.url,
+            "where": s.where,
+            "driver": s.driver,
+            "shape": s.shape.describe(),
+            "rounds": [r.to_dict() for r in s.rounds],
+            "sockets_opened": [r.sockets_opened for r in s.rounds],
+        }
+    return out
+
+
+def _test_label(test_id: str, measurement: str) -> str:
+    return test_id if measurement == "default" else f"{test_id} [{measurement}]"
+
+
+def _plain(value: Any) -> Optional[float]:
+    """A builtin float (rows cross process boundaries under xdist: no numpy scalars)."""
+    return None if value is None else float(value)

@@ -1,0 +1,68 @@
+"""What one pytest process reports: the rows of every gated test and the files to write.
+
+Under pytest-xdist each worker measures; its rows travel to the controller on the test
+reports (see the plugin) and are reported there.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Optional
+
+from pytest_netperf.report import json_report, markdown, terminal
+from pytest_netperf.report.rows import ReportRow, as_rows
+from pytest_netperf.verdict.error_control import holm_adjust
+
+
+@dataclass
+class SessionReport:
+    """Rows, per-test results and notes collected over a session."""
+
+    json_path: Optional[Path] = None
+    markdown_path: Optional[Path] = None
+    rows: list[ReportRow] = field(default_factory=list)
+    results: dict[str, Any] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, rows: Iterable[Any], results: Optional[dict[str, Any]] = None) -> None:
+        """Record rows (objects or dicts from a test report) and per-test results."""
+        self.rows.extend(as_rows(rows))
+        if results:
+            self.results.update(results)
+
+    def session_holm(self) -> None:
+        """Annotate rows with session-wide Holm-adjusted p-values (reported, not enforced)."""
+        judged = [r for r in self.rows if r.raw.get("p_value") is not None and not r.raw.get("exact")]
+        if len(judged) < 2:
+            return
+        adjusted = holm_adjust([r.raw["p_value"] for r in judged])
+        for row, p in zip(judged, adjusted, strict=True):
+            row.raw["p_holm_session"] = p
+
+    def write_reports(self) -> list[Path]:
+        """Write the JSON/Markdown reports asked for; returns the paths written.
+
+        A report that cannot be written is a warning: it never changes a verdict.
+        """
+        written: list[Path] = []
+        md = markdown.markdown(self.rows)
+        targets = (
+            (self.json_path, lambda p: json_report.write_json(self.rows, self.results, p)),
+            (self.markdown_path, lambda p: markdown.write_markdown(self.rows, p)),
+        )
+        for path, write in targets:
+            if path is None:
+                continue
+            try:
+                written.append(write(Path(path)))
+            except OSError as exc:
+                warnings.warn(f"netperf: could not write {path}: {exc}", stacklevel=2)
+        if self.rows:
+            markdown.append_github_step_summary(md)
+        return written
+
+    def terminal_table(self) -> str:
+        """The summary table for the terminal."""
+        return terminal.terminal_table(self.rows)

@@ -1,0 +1,116 @@
+"""The terminal summary table: fits the width, shortens test ids, notes as footnotes."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from typing import Any, Sequence
+
+from pytest_netperf.report.rows import as_rows, summary_line
+
+TABLE_WIDTH = 120
+_HEADERS = ("test", "budget", "reference", "measured", "interval", "verdict", "rounds", "notes")
+_MAX_TEST_WIDTH = 40
+# How columns are narrowed to fit the width: (column index, narrowest), least useful
+# first; then tabulate's layout: two spaces between columns, headers padded by two.
+_SHRINK_ORDER = ((2, 14), (0, 28), (1, 20), (2, 11), (0, 24), (1, 16), (0, 20), (4, 12))
+_COLUMN_GAP = 2
+_HEADER_PADDING = 2
+
+
+def shorten_test_id(test_id: str, width: int) -> str:
+    """Fit a test id into ``width`` characters, dropping the least telling parts first:
+    directories, then the file name, then the middle."""
+    if len(test_id) <= width:
+        return test_id
+    measurement = re.search(r" \[[^\]]*\]$", test_id)  # "<id> [hops=3]" from the plugin
+    if measurement and len(measurement.group()) < width // 2:
+        suffix = measurement.group()
+        return shorten_test_id(test_id[: -len(suffix)], width - len(suffix)) + suffix
+    path, sep, rest = test_id.partition("::")
+    if sep:
+        candidate = f"{path.rsplit('/', 1)[-1]}::{rest}"
+        if len(candidate) <= width:
+            return candidate
+        if len(rest) <= width:
+            return rest
+        test_id = rest
+    return _ellipsize_middle(test_id, width)
+
+
+def _ellipsize_middle(text: str, width: int) -> str:
+    if len(text) <= width:
+        return text
+    if width <= 1:
+        return text[:width]
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return text[:head] + "…" + (text[-tail:] if tail else "")
+
+
+def terminal_table(rows: Sequence[Any], width: int = TABLE_WIDTH) -> str:
+    """A plain-text table that fits ``width`` columns, then the numbered notes and the
+    summary line.
+
+    A test's later rows leave the test cell empty; long test ids are shortened, other
+    long cells wrap; notes are footnotes (``[1]``) so they are never cut off.
+    """
+    from tabulate import tabulate
+
+    rows = as_rows(rows)
+    if not rows:
+        return "netperf: no budgets were evaluated"
+    cells: list[list[str]] = []
+    footnotes: list[str] = []
+    previous = None
+    for row in rows:
+        marker = ""
+        if row.notes:
+            footnotes.append("; ".join(" ".join(n.split()) for n in row.notes))
+            marker = f"[{len(footnotes)}]"
+        test = "" if row.test_id == previous else shorten_test_id(row.test_id, _MAX_TEST_WIDTH)
+        previous = row.test_id
+        cells.append(
+            [
+                test,
+                row.budget,
+                row.reference,
+                row.measured,
+                row.interval,
+                row.verdict,
+                str(row.rounds),
+                marker,
+            ]
+        )
+    widths = _column_widths(cells, width)
+    for c in cells:
+        c[0] = shorten_test_id(c[0], widths[0])
+    table = tabulate(
+        cells,
+        headers=list(_HEADERS),
+        tablefmt="simple",
+        disable_numparse=True,
+        maxcolwidths=widths,
+    )
+    notes = [
+        textwrap.fill(
+            text, width, initial_indent=f"[{i}] ", subsequent_indent=" " * (len(str(i)) + 3)
+        )
+        for i, text in enumerate(footnotes, start=1)
+    ]
+    return "\n".join([table, *notes, summary_line(rows)])
+
+
+def _column_widths(cells: list[list[str]], width: int) -> list[int]:
+    """Natural column widths, narrowed in :data:`_SHRINK_ORDER` until they fit ``width``."""
+    widths = [
+        max(len(_HEADERS[i]) + _HEADER_PADDING, *(len(c[i]) for c in cells))
+        for i in range(len(_HEADERS))
+    ]
+    separators = _COLUMN_GAP * (len(widths) - 1)
+    for column, floor in _SHRINK_ORDER:
+        excess = sum(widths) + separators - width
+        if excess <= 0:
+            break
+        widths[column] = max(floor, widths[column] - excess)
+    return widths

@@ -1,0 +1,261 @@
+"""The Docker runtime: realize a Topology as one bridge network plus labelled containers."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import os
+import re
+import tarfile
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from docker import DockerClient
+from docker.models.containers import Container
+
+from pytest_netperf.drivers.base import CommandRunner
+from pytest_netperf.errors import NetperfError
+from pytest_netperf.topology.model import Topology
+from pytest_netperf.topology.render.containers import ContainerSpec, container_specs
+from pytest_netperf.runtime import labels as L
+from pytest_netperf.runtime.cleanup import clean_network
+from pytest_netperf.runtime.client import docker_client
+from pytest_netperf.images.resolve import resolve_image
+from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
+from pytest_netperf.runtime.runners import ContainerRunner
+
+__all__ = ["DockerRuntime", "Endpoint", "RunningTopology", "TopologyStartError", "docker_client"]
+
+#: Containers started at the same time within one wave.
+MAX_PARALLEL_STARTS = 4
+#: Log lines of a failing node attached to the error.
+LOG_TAIL_LINES = 30
+_NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]+")
+
+
+class TopologyStartError(NetperfError):
+    """A topology could not be brought up; names the node, the probe and its last logs."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where a driver should send load for one target, and where the driver must run."""
+
+    url: str
+    runner: CommandRunner | None  # None: run the driver on the host
+    where: str                    # "host" or "container on <network>"
+    host_header: str | None = None
+
+
+class RunningTopology:
+    """A started topology: addresses, logs, endpoints; ``down()`` (or ``with``) removes it."""
+
+    def __init__(self, topology: Topology, network: str, client: DockerClient,
+                 containers: dict[str, Container], labels: dict[str, str],
+                 driver_image: str | None, startup_s: float) -> None:
+        self.topology = topology
+        self.network = network
+        self.startup_s = startup_s
+        self._client = client
+        self._containers = containers
+        self._labels = labels
+        self._driver_image = driver_image
+        self._is_up = True
+
+    def ip(self, node: str) -> str:
+        """The bridge address of ``node`` (a sidecar shares its pod root's address)."""
+        return _ip(self._containers[self.topology.pod_root(node).name], self.network)
+
+    def logs(self, node: str) -> str:
+        """stdout and stderr of ``node``'s container so far, in the order written."""
+        return self._containers[node].logs().decode(errors="replace")
+
+    def endpoint(self, target_name: str) -> Endpoint:
+        """The URL for target ``target_name`` and the runner the driver must use for it."""
+        target = self.topology.target(target_name)
+        if not target.via_dns:
+            url = f"http://{self.ip(target.node)}:{target.port}{target.path}"
+            return Endpoint(url, None, "host", target.host_header)
+        if self._driver_image is None:
+            raise TopologyStartError(f"target {target_name!r} needs the driver in a container, "
+                                     "but no echo (driver) image is known")
+        runner = ContainerRunner(self._client, self._driver_image, self.network, self._labels)
+        url = f"http://{self.topology.dns_name(target.node)}:{target.port}{target.path}"
+        return Endpoint(url, runner, runner.where, target.host_header)
+
+    def down(self) -> None:
+        """Remove every container of this topology (driver containers too) and its network."""
+        if self._is_up:
+            clean_network(self.network, self._client)
+            self._is_up = False
+
+    def __enter__(self) -> RunningTopology:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.down()
+
+
+class DockerRuntime:
+    """Brings topologies up in Docker; every resource is labelled with ``session_id``."""
+
+    def __init__(self, session_id: str, images: Mapping[str, str], client: DockerClient | None = None,
+                 ready_timeout_s: float = 30.0, poll_interval_s: float = 0.05,
+                 overrides: Mapping[str, str] | None = None) -> None:
+        self.session_id = session_id
+        self.images = dict(images)
+        self.overrides = dict(overrides or {})
+        self.client = client or docker_client()
+        self.ready_timeout_s = ready_timeout_s
+        self.poll_interval_s = poll_interval_s
+        self.startup_times: dict[str, float] = {}
+        self.running: list[RunningTopology] = []
+        self._serial = itertools.count(1)
+
+    def network_name(self, topology: Topology) -> str:
+        """Unique per session, xdist worker and bring-up: ``netperf-<sid>-<worker>-<topo>-<n>``."""
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        raw = f"netperf-{self.session_id}-{worker}-{topology.name}-{next(self._serial)}"
+        return _NAME_UNSAFE.sub("-", raw)
+
+    def image_for(self, role: str) -> str:
+        """The image for ``role``; ImageMissingError (naming the fix) when there is none."""
+        if role not in self.images:
+            self.images[role] = resolve_image(role, self.overrides, self.client)
+        return self.images[role]
+
+    def up(self, topology: Topology) -> RunningTopology:
+        """Start ``topology``, wait until every node answers, return it running.
+
+        On any failure everything already started is removed before the error propagates.
+        """
+        started = time.monotonic()
+        specs = container_specs(topology)
+        images = {spec.node: self.image_for(spec.role) for spec in specs}
+        driver_image = self.images.get("echo") or _maybe(lambda: self.image_for("echo"))
+        network = self.network_name(topology)
+        labels = L.resource_labels(self.session_id, topology.name, network)
+        containers: dict[str, Container] = {}
+        try:
+            self.client.networks.create(network, driver="bridge", labels=labels, check_duplicate=True)
+            for wave in start_waves(topology, specs):
+                self._start_wave(topology, wave, images, network, labels, containers)
+            self._wait_ready(topology, specs, containers, network)
+        except BaseException as failure:
+            try:
+                clean_network(network, self.client)
+            except Exception as cleanup_failure:  # keep the original error in front
+                failure.add_note(f"cleanup after the failure also failed: {cleanup_failure}")
+            raise
+        running = RunningTopology(topology, network, self.client, containers, labels,
+                                  driver_image, time.monotonic() - started)
+        self.startup_times[topology.name] = running.startup_s
+        self.running.append(running)
+        return running
+
+    def down_all(self) -> None:
+        """Tear down every topology this runtime started and still runs."""
+        while self.running:
+            self.running.pop().down()
+
+    def _start_wave(self, topology: Topology, wave: list[ContainerSpec], images: dict[str, str],
+                    network: str, labels: dict[str, str], containers: dict[str, Container]) -> None:
+        """Start the containers of one wave concurrently; raise the first failure after all return."""
+        with ThreadPoolExecutor(max_workers=min(len(wave), MAX_PARALLEL_STARTS)) as pool:
+            futures = {spec.node: pool.submit(self._start, topology, spec, images[spec.node], network,
+                                              labels, containers) for spec in wave}
+        failures = [error for future in futures.values() if (error := future.exception()) is not None]
+        for node, future in futures.items():
+            if not future.exception():
+                containers[node] = future.result()
+        if failures:
+            raise failures[0]
+
+    def _start(self, topology: Topology, spec: ContainerSpec, image: str, network: str,
+               labels: dict[str, str], containers: dict[str, Container]) -> Container:
+        """Create the container, copy its config files in, start it (readiness comes later)."""
+        node = topology.node(spec.node)
+        options: dict[str, object] = {"labels": {**labels, L.NODE: node.name}}
+        if node.pod_of is not None:  # a sidecar joins its pod root's network namespace
+            options["network_mode"] = f"container:{containers[topology.pod_root(node.name).name].id}"
+        else:
+            endpoint = self.client.api.create_endpoint_config(aliases=[node.name, *node.aliases])
+            options.update(network=network, hostname=node.name, networking_config={network: endpoint})
+        container = self.client.containers.create(image, spec.command, name=f"{network}-{node.name}",
+                                                  environment=dict(spec.environment), **options)
+        if spec.files:
+            container.put_archive("/", _tar(spec.files))  # raises APIError when it fails
+        container.start()
+        return container
+
+    def _wait_ready(self, topology: Topology, specs: list[ContainerSpec],
+                    containers: dict[str, Container], network: str) -> None:
+        deadline = time.monotonic() + self.ready_timeout_s
+        addresses: dict[str, str] = {}
+        for spec in specs:
+            root = topology.pod_root(spec.node).name
+            if root not in addresses:
+                addresses[root] = _ip(containers[root], network)
+            probe = HttpReadiness(addresses[root], spec.port, spec.health_path,
+                                  max(0.5, deadline - time.monotonic()), self.poll_interval_s)
+            try:
+                probe.wait_until_ready(containers[spec.node])
+            except NodeNotReady as exc:
+                raise TopologyStartError(
+                    f"topology {topology.name!r}: node {spec.node!r} ({spec.role}) not ready: {exc}\n"
+                    f"--- last {LOG_TAIL_LINES} log lines of {spec.node} ---\n"
+                    f"{_log_tail(containers[spec.node])}"
+                ) from exc
+
+
+def start_waves(topology: Topology, specs: list[ContainerSpec]) -> list[list[ContainerSpec]]:
+    """Group specs (in start order) into waves that may start concurrently.
+
+    A node waits for its pod root (it joins that namespace) and for upstreams that come
+    earlier in the start order (nginx resolves upstream names when it loads its config).
+    """
+    position = {spec.node: index for index, spec in enumerate(specs)}
+    wave_of: dict[str, int] = {}
+    for spec in specs:
+        node = topology.node(spec.node)
+        needs = [n for n in (*node.upstreams, node.pod_of) if n is not None and n in wave_of
+                 and position[n] < position[spec.node]]
+        wave_of[spec.node] = 1 + max((wave_of[n] for n in needs), default=-1)
+    waves: list[list[ContainerSpec]] = [[] for _ in range(max(wave_of.values(), default=-1) + 1)]
+    for spec in specs:
+        waves[wave_of[spec.node]].append(spec)
+    return waves
+
+
+def _ip(container: Container, network: str) -> str:
+    container.reload()
+    return str(container.attrs["NetworkSettings"]["Networks"][network]["IPAddress"])
+
+
+def _tar(files: Mapping[str, str]) -> bytes:
+    """An archive of ``files`` (absolute path -> text, mode 0644) to extract at ``/``."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for path, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(path.lstrip("/"))
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _log_tail(container: Container) -> str:
+    try:
+        text = container.logs(tail=LOG_TAIL_LINES).decode(errors="replace")
+    except Exception as exc:  # container already gone
+        return f"(logs unavailable: {exc})"
+    return text.rstrip("\n") or "(no output)"
+
+
+def _maybe(make: Callable[[], str]) -> str | None:
+    try:
+        return make()
+    except NetperfError:
+        return None
