@@ -10,7 +10,7 @@ import tarfile
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from docker import DockerClient
 from docker.models.containers import Container
@@ -47,6 +47,8 @@ class Endpoint:
     runner: CommandRunner | None  # None: run the driver on the host
     where: str                    # "host" or "container on <network>"
     host_header: str | None = None
+    #: image -> image id of every container of the topology (for the baseline fingerprint)
+    images: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
 
 class RunningTopology:
@@ -72,18 +74,27 @@ class RunningTopology:
         """stdout and stderr of ``node``'s container so far, in the order written."""
         return self._containers[node].logs().decode(errors="replace")
 
+    def image_digests(self) -> dict[str, str]:
+        """Image name -> image id of every container of this topology."""
+        out: dict[str, str] = {}
+        for container in self._containers.values():
+            name = (container.attrs.get("Config") or {}).get("Image") or container.attrs.get("Image", "")
+            out[str(name)] = str(container.attrs.get("Image", ""))
+        return out
+
     def endpoint(self, target_name: str) -> Endpoint:
         """The URL for target ``target_name`` and the runner the driver must use for it."""
         target = self.topology.target(target_name)
+        images = self.image_digests()
         if not target.via_dns:
             url = f"http://{self.ip(target.node)}:{target.port}{target.path}"
-            return Endpoint(url, None, "host", target.host_header)
+            return Endpoint(url, None, "host", target.host_header, images)
         if self._driver_image is None:
             raise TopologyStartError(f"target {target_name!r} needs the driver in a container, "
                                      "but no echo (driver) image is known")
         runner = ContainerRunner(self._client, self._driver_image, self.network, self._labels)
         url = f"http://{self.topology.dns_name(target.node)}:{target.port}{target.path}"
-        return Endpoint(url, runner, runner.where, target.host_header)
+        return Endpoint(url, runner, runner.where, target.host_header, images)
 
     def down(self) -> None:
         """Remove every container of this topology (driver containers too) and its network."""

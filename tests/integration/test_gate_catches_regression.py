@@ -59,7 +59,11 @@ def test_dropping_upstream_keepalive_fails_the_gate_and_reverting_passes(
     record = pytester.runpytest_subprocess(*RUN, "--netperf-update-baseline")
     assert record.ret == 0, record.stdout.str()[-3000:]
     (baseline,) = Path(pytester.path, ".netperf").glob("*.json")
-    assert json.loads(baseline.read_text())["test_id"] == "test_gateway.py::test_nginx_gateway"
+    stored = json.loads(baseline.read_text())
+    assert stored["test_id"] == "test_gateway.py::test_nginx_gateway"
+    digests = stored["fingerprint"]["image_digests"]
+    assert any("nginx" in image for image in digests), digests  # which nginx image was measured
+    assert all(digest.startswith("sha256:") for digest in digests.values()), digests
 
     monkeypatch.setenv("GATEWAY_UPSTREAM_KEEPALIVE", "off")
     regressed = pytester.runpytest_subprocess(*RUN, "--netperf-json=regressed.json")
