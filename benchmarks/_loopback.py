@@ -72,11 +72,12 @@ def nginx(workers: int = 1, keepalive_requests: int = 1_000_000) -> Iterator[Opt
         "events { worker_connections 4096; }\n"
         f"http {{ access_log off; client_body_temp_path {d}; proxy_temp_path {d}; fastcgi_temp_path {d};\n"
         f"uwsgi_temp_path {d}; scgi_temp_path {d}; keepalive_requests {keepalive_requests};\n"
-        f"server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"ok\\n\"; }} }} }}\n"
+        f'server {{ listen 127.0.0.1:{port}; location / {{ return 200 "ok\\n"; }} }} }}\n'
     )
     process = subprocess.Popen(
         [binary, "-c", str(d / "nginx.conf"), "-p", str(d), "-e", str(d / "error.log")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         wait_for_port(port)

@@ -11,9 +11,9 @@ import argparse
 import statistics
 import uuid
 
+from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.docker import DockerRuntime
-from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.topology import builders
 
 SCENARIOS = {

@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _loopback import echo_server, median, nginx, process_cpu_s, run_measured  # noqa: E402
+from _loopback import echo_server, median, nginx, process_cpu_s, run_measured
 
-from pytest_netperf.drivers.rust import find_driver_binary  # noqa: E402
+from pytest_netperf.drivers.rust import find_driver_binary
 
 
 def drive(url: str, *args: str, duration_s: float) -> dict:
@@ -43,16 +43,18 @@ def us(ns: float) -> str:
 
 
 def load() -> str:
-    return "load avg {:.2f}".format(os.getloadavg()[0])
+    return f"load avg {os.getloadavg()[0]:.2f}"
 
 
 def delay_accuracy(url: str, duration_s: float) -> bool:
     doc = drive(url + "/?delay=1ms", "-r", "500", "-c", "8", "-t", "1", duration_s=duration_s)
     lat, svc = doc["latency_ns"], doc["service_time_ns"]
     ok = lat["p50"] <= 1_100_000
-    print(f"1. delay=1ms @500 rps: latency p50 {us(lat['p50'])} p90 {us(lat['p90'])} p99 {us(lat['p99'])}; "
-          f"service p50 {us(svc['p50'])}; requests {doc['summary']['requests']}  "
-          f"[target p50 <= 1100us: {'met' if ok else 'MISSED'}] ({load()})")
+    print(
+        f"1. delay=1ms @500 rps: latency p50 {us(lat['p50'])} p90 {us(lat['p90'])} p99 {us(lat['p99'])}; "
+        f"service p50 {us(svc['p50'])}; requests {doc['summary']['requests']}  "
+        f"[target p50 <= 1100us: {'met' if ok else 'MISSED'}] ({load()})"
+    )
     return ok
 
 
@@ -73,15 +75,22 @@ def lag_accuracy(url: str, duration_s: float) -> bool:
             lag = doc["schedule_lag_ns"]
             results.setdefault(name, []).append(lag["p99"])
             cpu = doc["client"]["cpu_user_s"] + doc["client"]["cpu_sys_s"]
-            print(f"2. no delay @1000 rps, {name:<22}: lag p50 {us(lag['p50'])} p90 {us(lag['p90'])} "
-                  f"p99 {us(lag['p99'])} p99.9 {us(lag['p999'])}; client cpu {cpu:.2f}s ({load()})")
+            print(
+                f"2. no delay @1000 rps, {name:<22}: lag p50 {us(lag['p50'])} p90 {us(lag['p90'])} "
+                f"p99 {us(lag['p99'])} p99.9 {us(lag['p999'])}; client cpu {cpu:.2f}s ({load()})"
+            )
     for name, p99s in results.items():
         print(f"   median lag p99, {name}: {us(median(p99s))}")
     best = median(results["default (--spin 50us)"])
     ok = best < 50_000
-    print(f"   target < 50us with the default settings: {'met' if ok else 'MISSED'}"
-          + (f"; with --realtime: {'met' if median(results['--realtime']) < 50_000 else 'MISSED'}"
-             if "--realtime" in results else ""))
+    print(
+        f"   target < 50us with the default settings: {'met' if ok else 'MISSED'}"
+        + (
+            f"; with --realtime: {'met' if median(results['--realtime']) < 50_000 else 'MISSED'}"
+            if "--realtime" in results
+            else ""
+        )
+    )
     return ok
 
 
@@ -100,14 +109,17 @@ def target_capacity(echo_url: str, echo_pid: int, nginx_url: str, nginx_pids: li
         rps = median([v[0] for v in vals])
         cpu = median([v[1] for v in vals])
         p50 = median([v[2] for v in vals])
-        print(f"3. target {name:<5} (1 thread/worker), c=32 closed loop: {rps:>9.0f} rps, "
-              f"server cpu {cpu:.2f} us/request, latency p50 {us(p50)}")
+        print(
+            f"3. target {name:<5} (1 thread/worker), c=32 closed loop: {rps:>9.0f} rps, "
+            f"server cpu {cpu:.2f} us/request, latency p50 {us(p50)}"
+        )
     echo_rps = median([v[0] for v in rows["echo"]])
     nginx_rps = median([v[0] for v in rows["nginx"]])
     echo_cpu = median([v[1] for v in rows["echo"]])
     nginx_cpu = median([v[1] for v in rows["nginx"]])
-    print(f"   echo/nginx: rps {echo_rps / nginx_rps:.2f}, server cpu per request {echo_cpu / nginx_cpu:.2f} "
-          f"({load()})")
+    print(
+        f"   echo/nginx: rps {echo_rps / nginx_rps:.2f}, server cpu per request {echo_cpu / nginx_cpu:.2f} ({load()})"
+    )
 
 
 def main() -> int:
@@ -122,8 +134,10 @@ def main() -> int:
             print("3. nginx not installed: echo vs nginx comparison skipped")
         else:
             target_capacity(echo.url, echo.pid, web.url, web.worker_pids(), min(args.duration, 3.0))
-    print(f"elapsed {time.monotonic() - started:.0f}s; targets: delay p50 {'met' if ok1 else 'MISSED'}, "
-          f"lag p99 {'met' if ok2 else 'MISSED'}")
+    print(
+        f"elapsed {time.monotonic() - started:.0f}s; targets: delay p50 {'met' if ok1 else 'MISSED'}, "
+        f"lag p99 {'met' if ok2 else 'MISSED'}"
+    )
     return 0
 
 

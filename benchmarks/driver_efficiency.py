@@ -26,9 +26,9 @@ from pathlib import Path
 from typing import Callable, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _loopback import ChildRun, median, nginx, run_measured  # noqa: E402
+from _loopback import ChildRun, median, nginx, run_measured
 
-from pytest_netperf.drivers.rust import find_driver_binary  # noqa: E402
+from pytest_netperf.drivers.rust import find_driver_binary
 
 TIME_BUDGET_S = 115.0
 
@@ -56,8 +56,20 @@ def run_wrk(url: str, connections: int, duration_s: float) -> Sample:
 
 
 def run_netperf(url: str, connections: int, duration_s: float) -> Sample:
-    argv = [find_driver_binary(), "http", url, "-c", str(connections), "-t", "1",
-            "-d", f"{duration_s:g}s", "-w", "0", "--json"]
+    argv = [
+        find_driver_binary(),
+        "http",
+        url,
+        "-c",
+        str(connections),
+        "-t",
+        "1",
+        "-d",
+        f"{duration_s:g}s",
+        "-w",
+        "0",
+        "--json",
+    ]
     run = run_measured(argv, duration_s + 30)
     _check(run, "netperf-driver")
     doc = json.loads(run.stdout)
@@ -66,14 +78,19 @@ def run_netperf(url: str, connections: int, duration_s: float) -> Sample:
 
 
 def run_oha(url: str, connections: int, duration_s: float) -> Optional[Sample]:
-    oha = shutil.which("oha") or (str(Path.home() / ".cargo/bin/oha") if (Path.home() / ".cargo/bin/oha").exists() else None)
+    oha = shutil.which("oha") or (
+        str(Path.home() / ".cargo/bin/oha") if (Path.home() / ".cargo/bin/oha").exists() else None
+    )
     if oha is None:
         return None
-    run = run_measured([oha, "-z", f"{duration_s:g}s", "-c", str(connections), "--no-tui",
-                        "--output-format", "json", url], duration_s + 30)
+    run = run_measured(
+        [oha, "-z", f"{duration_s:g}s", "-c", str(connections), "--no-tui", "--output-format", "json", url],
+        duration_s + 30,
+    )
     if run.returncode != 0:  # older oha spells it --json
-        run = run_measured([oha, "-z", f"{duration_s:g}s", "-c", str(connections), "--no-tui", "--json", url],
-                           duration_s + 30)
+        run = run_measured(
+            [oha, "-z", f"{duration_s:g}s", "-c", str(connections), "--no-tui", "--json", url], duration_s + 30
+        )
     _check(run, "oha")
     doc = json.loads(run.stdout)
     total = sum(int(v) for v in doc["statusCodeDistribution"].values())
@@ -98,9 +115,25 @@ def run_locust(url: str, connections: int, duration_s: float) -> Optional[Sample
         return None
     with tempfile.TemporaryDirectory(prefix="netperf-bench-locust-") as tmp:
         (Path(tmp) / "locustfile.py").write_text(LOCUSTFILE)
-        argv = [locust, "-f", "locustfile.py", "--headless", "-u", str(connections), "-r", str(connections),
-                "-t", f"{duration_s:g}s", "--host", url.rstrip("/"), "--only-summary", "--csv", "out",
-                "--loglevel", "ERROR"]
+        argv = [
+            locust,
+            "-f",
+            "locustfile.py",
+            "--headless",
+            "-u",
+            str(connections),
+            "-r",
+            str(connections),
+            "-t",
+            f"{duration_s:g}s",
+            "--host",
+            url.rstrip("/"),
+            "--only-summary",
+            "--csv",
+            "out",
+            "--loglevel",
+            "ERROR",
+        ]
         run = run_measured(argv, duration_s + 60, cwd=tmp)
         with open(Path(tmp) / "out_stats.csv") as fh:
             row = next(r for r in csv.DictReader(fh) if r["Name"] == "Aggregated")
@@ -141,10 +174,14 @@ def main() -> int:
             if time.monotonic() - started > TIME_BUDGET_S - 4 * d:
                 break
         context = [s for s in (run_oha(url, c, d), run_locust(url, c, d)) if s is not None]
-    print(f"nginx (1 worker) on loopback, {c} connections, closed loop, {d:g}s per run, "
-          f"{len(pairs)} interleaved wrk/netperf-driver pairs (2-core shared machine)\n")
-    print(f"{'pair':<6}{'tool':<20}{'requests':>10}{'rps':>11}{'cpu s':>8}{'cpu us/req':>12}"
-          f"{'rps vs wrk':>12}{'cpu/req vs wrk':>16}")
+    print(
+        f"nginx (1 worker) on loopback, {c} connections, closed loop, {d:g}s per run, "
+        f"{len(pairs)} interleaved wrk/netperf-driver pairs (2-core shared machine)\n"
+    )
+    print(
+        f"{'pair':<6}{'tool':<20}{'requests':>10}{'rps':>11}{'cpu s':>8}{'cpu us/req':>12}"
+        f"{'rps vs wrk':>12}{'cpu/req vs wrk':>16}"
+    )
     rps_ratios, cpu_ratios = [], []
     for i, (wrk, ours) in enumerate(pairs, 1):
         rps_ratios.append(ours.rps / wrk.rps)
@@ -152,20 +189,28 @@ def main() -> int:
         for s in (wrk, ours):
             rr = s.rps / wrk.rps
             cr = s.cpu_us_per_request / wrk.cpu_us_per_request
-            print(f"{i:<6}{s.tool:<20}{s.requests:>10}{s.rps:>11.0f}{s.cpu_s:>8.2f}{s.cpu_us_per_request:>12.2f}"
-                  f"{rr:>12.3f}{cr:>16.3f}")
+            print(
+                f"{i:<6}{s.tool:<20}{s.requests:>10}{s.rps:>11.0f}{s.cpu_s:>8.2f}{s.cpu_us_per_request:>12.2f}"
+                f"{rr:>12.3f}{cr:>16.3f}"
+            )
     ref_wrk = median([w.cpu_us_per_request for w, _ in pairs])
     ref_rps = median([w.rps for w, _ in pairs])
     for s in context:
-        print(f"{'ctx':<6}{s.tool:<20}{s.requests:>10}{s.rps:>11.0f}{s.cpu_s:>8.2f}{s.cpu_us_per_request:>12.2f}"
-              f"{s.rps / ref_rps:>12.3f}{s.cpu_us_per_request / ref_wrk:>16.3f}")
+        print(
+            f"{'ctx':<6}{s.tool:<20}{s.requests:>10}{s.rps:>11.0f}{s.cpu_s:>8.2f}{s.cpu_us_per_request:>12.2f}"
+            f"{s.rps / ref_rps:>12.3f}{s.cpu_us_per_request / ref_wrk:>16.3f}"
+        )
     if not any(s.tool == "oha" for s in context):
         print("ctx   oha                 absent (not installed: `cargo install oha`)")
     rps_med, cpu_med = median(rps_ratios), median(cpu_ratios)
-    print(f"\nmedian netperf-driver/wrk: rps {rps_med:.3f} (target >= 0.95: {'met' if rps_med >= 0.95 else 'MISSED'}), "
-          f"cpu per request {cpu_med:.3f} (target <= 1.00: {'met' if cpu_med <= 1.0 else 'MISSED'})")
-    print(f"ratio spread over pairs: rps {min(rps_ratios):.3f}..{max(rps_ratios):.3f}, "
-          f"cpu/req {min(cpu_ratios):.3f}..{max(cpu_ratios):.3f}; elapsed {time.monotonic() - started:.0f}s")
+    print(
+        f"\nmedian netperf-driver/wrk: rps {rps_med:.3f} (target >= 0.95: {'met' if rps_med >= 0.95 else 'MISSED'}), "
+        f"cpu per request {cpu_med:.3f} (target <= 1.00: {'met' if cpu_med <= 1.0 else 'MISSED'})"
+    )
+    print(
+        f"ratio spread over pairs: rps {min(rps_ratios):.3f}..{max(rps_ratios):.3f}, "
+        f"cpu/req {min(cpu_ratios):.3f}..{max(cpu_ratios):.3f}; elapsed {time.monotonic() - started:.0f}s"
+    )
     return 0
 
 

@@ -97,9 +97,7 @@ def echo_server(binary: str, threads: int) -> Iterator[str]:
         server.wait(timeout=10)
 
 
-def measure(
-    binary: str, url: str, rate: float, duration_s: float, warmup_s: float
-) -> tuple[list[Row], list[Row]]:
+def measure(binary: str, url: str, rate: float, duration_s: float, warmup_s: float) -> tuple[list[Row], list[Row]]:
     """Run every configuration once; returns (max-RPS rows, fixed-rate rows)."""
     closed = LoadShape(connections=16, duration_s=duration_s, warmup_s=warmup_s)
     paced = LoadShape(connections=4, rate=rate, duration_s=max(duration_s, 5.0), warmup_s=warmup_s)
@@ -115,9 +113,7 @@ def measure(
     result = rust.run(url, replace(paced, threads=1))
     rate_rows.append(Row(f"rust open loop {rate:g} rps, latency (intended send)", result, result.latency))
     assert result.service_time is not None
-    rate_rows.append(
-        Row(f"rust open loop {rate:g} rps, service time (actual send)", result, result.service_time)
-    )
+    rate_rows.append(Row(f"rust open loop {rate:g} rps, service time (actual send)", result, result.service_time))
     result = LocustDriver().run(url, paced)
     rate_rows.append(Row(f"locust paced {rate:g} rps, 4 users (actual send)", result, result.latency))
     return max_rows, rate_rows

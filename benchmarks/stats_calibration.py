@@ -30,11 +30,7 @@ def paired_log_ratios(
 ) -> np.ndarray:
     """Per-pair log(candidate/reference): pair drift cancels, noise and disturbed rounds stay."""
     shape = (gates, n)
-    cand = (
-        np.log(ratio)
-        + rng.normal(0, cv, shape)
-        + np.where(rng.random(shape) < outlier_p, np.log(0.75), 0)
-    )
+    cand = np.log(ratio) + rng.normal(0, cv, shape) + np.where(rng.random(shape) < outlier_p, np.log(0.75), 0)
     ref = rng.normal(0, cv, shape) + np.where(rng.random(shape) < outlier_p, np.log(0.75), 0)
     return cand - ref
 
@@ -100,9 +96,7 @@ def sequential_rates(budget: str, log_ratios: np.ndarray) -> dict[str, float]:
 
 
 def sequential_table(gates: int) -> None:
-    print(
-        "\nSequential procedure (5 -> 10 -> 15 rounds, Pocock-type spending, 3% disturbed rounds)"
-    )
+    print("\nSequential procedure (5 -> 10 -> 15 rounds, Pocock-type spending, 3% disturbed rounds)")
     print(f"{'case':<44} {'CV':>4} {'FAIL':>7} {'PASS':>7} {'INCONC':>7} {'rounds':>6}")
     rng = np.random.default_rng(2)
     cases = [

@@ -34,8 +34,10 @@ SWEEP_QPS = float(os.environ.get("NETPERF_SIDECAR_QPS", "200"))
 @pytest.fixture(scope="module")
 def chains(netperf_docker):
     """Both chains at once, so every depth is measured with and without sidecars in turn."""
-    with netperf_docker.up(builders.sidecar_chain_topology(sidecars=True)) as with_sidecars, \
-            netperf_docker.up(builders.sidecar_chain_topology(sidecars=False)) as without:
+    with (
+        netperf_docker.up(builders.sidecar_chain_topology(sidecars=True)) as with_sidecars,
+        netperf_docker.up(builders.sidecar_chain_topology(sidecars=False)) as without,
+    ):
         yield with_sidecars.endpoint("entry"), without.endpoint("entry")
 
 

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from pytest_netperf.budget.grammar import Budget, parse_budget  # noqa: E402
-from pytest_netperf.errors import (  # noqa: E402
+from pytest_netperf.budget.grammar import Budget, parse_budget
+from pytest_netperf.errors import (
     BaselineError,
     BudgetSyntaxError,
     DriverError,
     InvalidMeasurement,
     NetperfError,
 )
-from pytest_netperf.measure.targets import with_query  # noqa: E402
-from pytest_netperf.topology import builders  # noqa: E402
-from pytest_netperf.topology.builders import (  # noqa: E402
+from pytest_netperf.measure.targets import with_query
+from pytest_netperf.topology import builders
+from pytest_netperf.topology.builders import (
     access_modes_topology,
     echo_topology,
     gateway_topology,
     sidecar_chain_topology,
 )
-from pytest_netperf.topology.model import Node, NodeKind, Target, Topology  # noqa: E402
-from pytest_netperf.verdict.status import Status  # noqa: E402
+from pytest_netperf.topology.model import Node, NodeKind, Target, Topology
+from pytest_netperf.verdict.status import Status
 
 __all__ = [
     "BaselineError",

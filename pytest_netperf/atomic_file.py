@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -27,10 +28,8 @@ def write_text_atomic(path: Path, text: str) -> None:
         os.chmod(temp_name, 0o644)
         os.replace(temp_name, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(temp_name)
-        except FileNotFoundError:
-            pass
         raise
     _fsync_directory(path.parent)
 

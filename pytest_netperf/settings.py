@@ -40,8 +40,7 @@ SETTING_HELP: dict[str, str] = {
     "calibrate": "A/A run: measure each reference against itself and store the noise floor",
     "max_lag_ms": "open loop: schedule-lag p99 (ms) of the driver above which a round is "
     f"invalid (default {defaults.MAX_LAG_MS:g})",
-    "realtime": "open loop: run the Rust driver SCHED_FIFO (needs root) so a busy machine "
-    "cannot delay its sends",
+    "realtime": "open loop: run the Rust driver SCHED_FIFO (needs root) so a busy machine cannot delay its sends",
 }
 
 
@@ -68,7 +67,7 @@ class Settings:
     realtime: bool = False
 
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> "Settings":
+    def from_mapping(cls, values: Mapping[str, Any]) -> Settings:
         """Build from option/ini values; ``None`` means "use the default".
 
         Keys are setting names (``-`` and ``_`` are interchangeable). Strings, as ini
@@ -80,9 +79,7 @@ class Settings:
         for raw_key, raw_value in values.items():
             key = raw_key.replace("-", "_")
             if key not in known:
-                raise ValueError(
-                    f"unknown netperf setting {raw_key!r}; known: {', '.join(sorted(known))}"
-                )
+                raise ValueError(f"unknown netperf setting {raw_key!r}; known: {', '.join(sorted(known))}")
             if raw_value is None:
                 continue
             kwargs[key] = _convert(key, raw_value)

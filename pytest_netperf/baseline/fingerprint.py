@@ -54,12 +54,9 @@ def cpu_model(cpuinfo: Path = Path("/proc/cpuinfo")) -> Optional[str]:
     for line in text.splitlines():
         key, _, value = line.partition(":")
         # x86 says "model name"; some ARM kernels say "Model" or "Processor".
-        if (
-            key.strip().lower() in ("model name", "model", "processor")
-            and not value.strip().isdigit()
-        ):
-            if value.strip():
-                return " ".join(value.split())
+        named = key.strip().lower() in ("model name", "model", "processor")
+        if named and value.strip() and not value.strip().isdigit():
+            return " ".join(value.split())
     return platform.processor() or None
 
 
@@ -83,9 +80,7 @@ def driver_version(binary: str = DRIVER_BINARY, timeout_s: float = 5.0) -> Optio
     if path is None:
         return None
     try:
-        proc = subprocess.run(
-            [path, "--version"], capture_output=True, text=True, timeout=timeout_s, check=False
-        )
+        proc = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=timeout_s, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     if proc.returncode != 0:
@@ -106,17 +101,13 @@ def compare_fingerprints(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[str
         ("driver_version", "netperf-driver version"),
     )
     differences = [
-        f"{label}: {_show(a.get(key))} -> {_show(b.get(key))}"
-        for key, label in labels
-        if a.get(key) != b.get(key)
+        f"{label}: {_show(a.get(key))} -> {_show(b.get(key))}" for key, label in labels if a.get(key) != b.get(key)
     ]
     images_a = dict(a.get("image_digests") or {})
     images_b = dict(b.get("image_digests") or {})
     for image in sorted(set(images_a) | set(images_b)):
         if images_a.get(image) != images_b.get(image):
-            differences.append(
-                f"image {image}: {_show(images_a.get(image))} -> {_show(images_b.get(image))}"
-            )
+            differences.append(f"image {image}: {_show(images_a.get(image))} -> {_show(images_b.get(image))}")
     return differences
 
 

@@ -37,7 +37,7 @@ class SeriesRecord:
     where: str = ""
 
     @classmethod
-    def from_measured(cls, series: Any) -> "SeriesRecord":
+    def from_measured(cls, series: Any) -> SeriesRecord:
         """Copy a measured series (anything with ``rounds``, ``shape``, ``driver``, ``where``)."""
         shape = getattr(series, "shape", None)
         return cls(
@@ -72,7 +72,7 @@ class Baseline:
         series: Mapping[str, SeriesRecord],
         fingerprint: Optional[dict[str, Any]] = None,
         repo_dir: Optional[Path] = None,
-    ) -> "Baseline":
+    ) -> Baseline:
         """A baseline of results measured now: fills time, git commit and versions."""
         from pytest_netperf import __version__
         from pytest_netperf.baseline.fingerprint import machine_fingerprint
@@ -112,7 +112,7 @@ class Baseline:
         }
 
     @classmethod
-    def from_dict(cls, doc: Any, source: Path) -> "Baseline":
+    def from_dict(cls, doc: Any, source: Path) -> Baseline:
         """Parse and validate a document; errors name ``source`` and the problem."""
         if not isinstance(doc, dict):
             raise BaselineError(f"{source}: expected a JSON object, got {type(doc).__name__}")
@@ -128,10 +128,7 @@ class Baseline:
             raise BaselineError(f"{source}: missing key(s) {', '.join(missing)}")
         if not isinstance(doc["series"], dict) or not doc["series"]:
             raise BaselineError(f"{source}: 'series' must be a non-empty object")
-        series = {
-            str(name): _series_from_dict(body, source, str(name))
-            for name, body in doc["series"].items()
-        }
+        series = {str(name): _series_from_dict(body, source, str(name)) for name, body in doc["series"].items()}
         return cls(
             test_id=str(doc["test_id"]),
             series=series,
@@ -183,9 +180,7 @@ def _series_from_dict(body: Any, source: Path, name: str) -> SeriesRecord:
         try:
             rounds.append(RoundResult.from_dict(round_doc))
         except (TypeError, KeyError, ValueError, AttributeError) as exc:
-            raise BaselineError(
-                f"{source}: series {name!r} round {index}: not a valid round ({exc})"
-            ) from None
+            raise BaselineError(f"{source}: series {name!r} round {index}: not a valid round ({exc})") from None
     return SeriesRecord(
         rounds=rounds,
         load_shape=str(body.get("load_shape", "")),
@@ -218,9 +213,7 @@ _NUMBER_LIST = re.compile(r"\[\n(?:[ ]*(?:-?[0-9][0-9.eE+-]*|null|NaN|-?Infinity
 
 def _compact_number_lists(text: str) -> str:
     """Put lists of numbers on one line, so per-round values read (and diff) as rows."""
-    return _NUMBER_LIST.sub(
-        lambda m: "[" + ", ".join(m.group()[1:-1].replace(",", " ").split()) + "]", text
-    )
+    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(m.group()[1:-1].replace(",", " ").split()) + "]", text)
 
 
 def dumps(baseline: Baseline) -> str:
@@ -233,7 +226,5 @@ def loads(text: str, source: Path) -> Baseline:
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BaselineError(
-            f"{source}: corrupt JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
-        ) from None
+        raise BaselineError(f"{source}: corrupt JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     return Baseline.from_dict(doc, source)

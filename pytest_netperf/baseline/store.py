@@ -29,7 +29,9 @@ import re
 from pathlib import Path
 from typing import Iterable, Optional
 
+from pytest_netperf import defaults
 from pytest_netperf.atomic_file import TEMP_PREFIX, write_text_atomic
+from pytest_netperf.baseline.fingerprint import compare_fingerprints
 from pytest_netperf.baseline.model import (
     FORMAT_VERSION,
     Baseline,
@@ -39,8 +41,6 @@ from pytest_netperf.baseline.model import (
     loads,
 )
 from pytest_netperf.errors import BaselineError
-from pytest_netperf.baseline.fingerprint import compare_fingerprints
-from pytest_netperf import defaults
 
 __all__ = [
     "FORMAT_VERSION",
@@ -185,8 +185,4 @@ def _json_files(directory: Path) -> list[Path]:
     """Baseline-shaped files: not temporaries, not the store's own files (``_noise.json``)."""
     if not directory.is_dir():
         return []
-    return sorted(
-        p
-        for p in directory.glob("*.json")
-        if p.is_file() and not p.name.startswith((TEMP_PREFIX, "_"))
-    )
+    return sorted(p for p in directory.glob("*.json") if p.is_file() and not p.name.startswith((TEMP_PREFIX, "_")))

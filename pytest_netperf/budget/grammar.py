@@ -27,9 +27,7 @@ OPERATORS = ("<", "<=", ">", ">=", "==")
 _TIME_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
 _COUNT_SUFFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6}
 # Longest first, so "ms" wins over "m" and "s".
-_KNOWN_UNITS = sorted(
-    set(_TIME_UNITS) | {"k", "K", "M", "m", "%", "x", "X", "×"}, key=len, reverse=True
-)
+_KNOWN_UNITS = sorted(set(_TIME_UNITS) | {"k", "K", "M", "m", "%", "x", "X", "×"}, key=len, reverse=True)
 
 _BUDGET_RE = re.compile(
     r"""^\s*(?P<metric>[^\s<>=!]+)\s*
@@ -39,9 +37,7 @@ _BUDGET_RE = re.compile(
         (?P<rest>.*?)\s*$""",
     re.VERBOSE,
 )
-_QUALIFIER_RE = re.compile(
-    r"(?:(?:vs|versus|of)?(?:the)?(?P<target>reference|ref|baseline)|per(?P<per>hop|depth))"
-)
+_QUALIFIER_RE = re.compile(r"(?:(?:vs|versus|of)?(?:the)?(?P<target>reference|ref|baseline)|per(?P<per>hop|depth))")
 
 
 @dataclass(frozen=True)
@@ -137,22 +133,22 @@ class Budget:
 
     # ----- convenience constructors for Python users --------------------------------
     @classmethod
-    def parse(cls, text: str) -> "Budget":
+    def parse(cls, text: str) -> Budget:
         """Same as :func:`parse_budget`."""
         return parse_budget(text)
 
     @classmethod
-    def latency(cls, metric: str, op: str, value: Union[str, float]) -> "Budget":
+    def latency(cls, metric: str, op: str, value: Union[str, float]) -> Budget:
         """Absolute latency limit; ``value`` is ``"1ms"``-style text or nanoseconds."""
         return parse_budget(f"{metric} {op} {_time_text(value)}")
 
     @classmethod
-    def rps(cls, op: str, value: float) -> "Budget":
+    def rps(cls, op: str, value: float) -> Budget:
         """Absolute throughput limit in requests per second."""
         return parse_budget(f"rps {op} {_number_text(value)}")
 
     @classmethod
-    def rps_loss(cls, max_pct: float, vs: str = "reference") -> "Budget":
+    def rps_loss(cls, max_pct: float, vs: str = "reference") -> Budget:
         """Throughput may drop at most ``max_pct`` percent against ``vs``."""
         return parse_budget(f"rps_loss <= {_number_text(max_pct)}% vs {vs}")
 
@@ -163,28 +159,28 @@ class Budget:
         max_value: Union[str, float],
         vs: str = "reference",
         per_hop: bool = False,
-    ) -> "Budget":
+    ) -> Budget:
         """Latency may grow by at most ``max_value`` (text or ns) over ``vs``."""
         hop = " per hop" if per_hop else ""
         return parse_budget(f"{metric}_added <= {_time_text(max_value)}{hop} vs {vs}")
 
     @classmethod
-    def ratio(cls, metric: str, op: str, factor: float, vs: str = "reference") -> "Budget":
+    def ratio(cls, metric: str, op: str, factor: float, vs: str = "reference") -> Budget:
         """Candidate over ``vs`` as a factor, e.g. ``ratio("p99", "<=", 1.2)``."""
         return parse_budget(f"{metric} {op} {_number_text(factor)}x {vs}")
 
     @classmethod
-    def no_errors(cls) -> "Budget":
+    def no_errors(cls) -> Budget:
         """No error of any kind in any round."""
         return parse_budget("errors == 0")
 
     @classmethod
-    def max_error_rate(cls, pct: float) -> "Budget":
+    def max_error_rate(cls, pct: float) -> Budget:
         """Errors over all requests at most ``pct`` percent."""
         return parse_budget(f"error_rate <= {_number_text(pct)}%")
 
     @classmethod
-    def max_sockets(cls, count: int) -> "Budget":
+    def max_sockets(cls, count: int) -> Budget:
         """At most ``count`` sockets opened in each round (keep-alive check)."""
         return parse_budget(f"sockets <= {int(count)}")
 
@@ -234,26 +230,20 @@ def _split_metric(raw: str, source: str) -> tuple[str, Form]:
     if name in known:
         return name, "value"
     expected = ", ".join(known + ("rps_loss", "<latency>_added"))
-    raise BudgetSyntaxError(
-        f"unknown metric {raw!r} in budget {source!r}; expected one of {expected}"
-    )
+    raise BudgetSyntaxError(f"unknown metric {raw!r} in budget {source!r}; expected one of {expected}")
 
 
 def _check_operator(op: Optional[str], source: str) -> str:
     if op is None:
         raise BudgetSyntaxError(
-            f"budget {source!r} needs an operator after the metric; expected one of "
-            + ", ".join(OPERATORS)
+            f"budget {source!r} needs an operator after the metric; expected one of " + ", ".join(OPERATORS)
         )
     fixes = {"=": "==", "=<": "<=", "=>": ">="}
     if op in fixes:
-        raise BudgetSyntaxError(
-            f"operator {op!r} in budget {source!r}; did you mean {fixes[op]!r}?"
-        )
+        raise BudgetSyntaxError(f"operator {op!r} in budget {source!r}; did you mean {fixes[op]!r}?")
     if op == "!=":
         raise BudgetSyntaxError(
-            f"operator '!=' is not supported in budget {source!r}; expected one of "
-            + ", ".join(OPERATORS)
+            f"operator '!=' is not supported in budget {source!r}; expected one of " + ", ".join(OPERATORS)
         )
     return op
 
@@ -272,8 +262,7 @@ def _split_unit(unit: str, rest: str, source: str) -> tuple[str, str]:
     if unit.lower() in _TIME_UNITS:
         return unit.lower(), rest
     raise BudgetSyntaxError(
-        f"unknown unit {unit!r} in budget {source!r}; expected ns, us, ms, s (latency), "
-        "k or M (counts), % or x"
+        f"unknown unit {unit!r} in budget {source!r}; expected ns, us, ms, s (latency), k or M (counts), % or x"
     )
 
 
@@ -336,13 +325,11 @@ def _build(
         threshold = _check_value(source, metric, op, kind, unit, number, target)
     if per_hop and form != "added":
         raise BudgetSyntaxError(
-            f"'per hop' in budget {source!r} applies to added latency only, "
-            "e.g. 'p90_added <= 1ms per hop'"
+            f"'per hop' in budget {source!r} applies to added latency only, e.g. 'p90_added <= 1ms per hop'"
         )
     if op == "==" and not metrics.get(metric).exact:
         raise BudgetSyntaxError(
-            f"'==' in budget {source!r} is only for counts (errors, error_rate, sockets); "
-            "use <, <=, > or >="
+            f"'==' in budget {source!r} is only for counts (errors, error_rate, sockets); use <, <=, > or >="
         )
     if form in ("loss", "added", "ratio"):
         comparison: Comparison = "baseline" if target == "baseline" else "reference"
@@ -361,13 +348,11 @@ def _check_ratio(source: str, metric: str, form: Form, kind: Family, target: Opt
         )
     if kind not in (Family.LATENCY, Family.RATE):
         raise BudgetSyntaxError(
-            f"{source!r}: a ratio applies to rps and latency metrics; "
-            f"{metric} budgets are absolute, e.g. 'errors == 0'"
+            f"{source!r}: a ratio applies to rps and latency metrics; {metric} budgets are absolute, e.g. 'errors == 0'"
         )
     if target is None:
         raise BudgetSyntaxError(
-            f"{source!r}: a ratio needs what it is relative to; "
-            f"expected '{metric} ... x reference' or '... x baseline'"
+            f"{source!r}: a ratio needs what it is relative to; expected '{metric} ... x reference' or '... x baseline'"
         )
     return "ratio"
 
@@ -392,9 +377,7 @@ def _check_added(source: str, metric: str, kind: Family, unit: str, number: floa
     if unit == "":
         raise BudgetSyntaxError(f"latency budget {source!r} needs a unit (ns, us, ms, s)")
     if unit.lower() not in _TIME_UNITS:
-        raise BudgetSyntaxError(
-            f"{source!r}: added latency takes a time unit (ns, us, ms, s), not {unit!r}"
-        )
+        raise BudgetSyntaxError(f"{source!r}: added latency takes a time unit (ns, us, ms, s), not {unit!r}")
     return number * _TIME_UNITS[unit.lower()]
 
 
@@ -424,9 +407,7 @@ def _check_value(
         return number * _TIME_UNITS[unit.lower()]
     if kind == Family.FRACTION:
         if unit != "%":
-            raise BudgetSyntaxError(
-                f"{source!r}: an error rate is a percentage, e.g. 'error_rate <= 0.1%'"
-            )
+            raise BudgetSyntaxError(f"{source!r}: an error rate is a percentage, e.g. 'error_rate <= 0.1%'")
         if number > 100:
             raise BudgetSyntaxError(f"{source!r}: an error rate cannot exceed 100%")
         return number / 100.0
@@ -438,9 +419,7 @@ def _check_value(
     if unit == "%":
         hint = "; for a relative limit write 'rps_loss <= 10%'" if kind == Family.RATE else ""
         raise BudgetSyntaxError(f"{source!r}: {metric} is {what}, not a percentage{hint}")
-    raise BudgetSyntaxError(
-        f"{source!r}: {metric} is {what}; write a plain number (k and M allowed), not {unit!r}"
-    )
+    raise BudgetSyntaxError(f"{source!r}: {metric} is {what}; write a plain number (k and M allowed), not {unit!r}")
 
 
 def _compare(value: float, op: str, threshold: float) -> bool:

@@ -80,7 +80,7 @@ class Metric:
         """True for throughput-like metrics (a ratio below 1 is a regression)."""
         return self.better is Better.HIGHER
 
-    def value(self, round_result: "RoundResult") -> float:
+    def value(self, round_result: RoundResult) -> float:
         """This metric's value in one round."""
         return float(self.extract(round_result))
 
@@ -133,7 +133,7 @@ def _percentile(q: float) -> Extractor:
     return lambda r: r.latency.percentile_ns(q)
 
 
-def _errors(r: "RoundResult") -> float:
+def _errors(r: RoundResult) -> float:
     return float(r.error_count)
 
 
@@ -148,9 +148,7 @@ _LATENCY = [
 
 #: Every metric, by name, in the order reports list them.
 REGISTRY: dict[str, Metric] = {
-    "rps": Metric(
-        "rps", Family.RATE, Better.HIGHER, lambda r: r.achieved_rps, "responses per second"
-    ),
+    "rps": Metric("rps", Family.RATE, Better.HIGHER, lambda r: r.achieved_rps, "responses per second"),
     **{
         name: Metric(
             name,
@@ -162,12 +160,8 @@ REGISTRY: dict[str, Metric] = {
         )
         for name, q, stored in _LATENCY
     },
-    "mean": Metric(
-        "mean", Family.LATENCY, Better.LOWER, lambda r: r.latency.mean_ns, "mean latency"
-    ),
-    "max": Metric(
-        "max", Family.LATENCY, Better.LOWER, lambda r: r.latency.max_ns, "largest latency"
-    ),
+    "mean": Metric("mean", Family.LATENCY, Better.LOWER, lambda r: r.latency.mean_ns, "mean latency"),
+    "max": Metric("max", Family.LATENCY, Better.LOWER, lambda r: r.latency.max_ns, "largest latency"),
     "errors": Metric("errors", Family.COUNT, Better.LOWER, _errors, "errors of every kind"),
     "error_rate": Metric(
         "error_rate",

@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from pytest_netperf.baseline.store import Baseline, BaselineStore, matches
-from pytest_netperf.errors import BaselineError
 from pytest_netperf.baseline.fingerprint import compare_fingerprints
-from pytest_netperf.budget.metrics import format_metric
+from pytest_netperf.baseline.store import Baseline, BaselineStore, matches
 from pytest_netperf.budget import metrics
+from pytest_netperf.budget.metrics import format_metric
+from pytest_netperf.errors import BaselineError
 from pytest_netperf.report.terminal import shorten_test_id
 
 Printer = Callable[[str], None]
@@ -153,9 +153,7 @@ def _ratio_cells(metric: str, before: Optional[float], after: Optional[float]) -
     return [f"{ratio:.3f}", f"{change:+.1f}%{mark}"]
 
 
-def update(
-    store: BaselineStore, test_ids: Sequence[str], promote_all: bool, out: Printer = print
-) -> int:
+def update(store: BaselineStore, test_ids: Sequence[str], promote_all: bool, out: Printer = print) -> int:
     """Promote pending results to stored baselines."""
     if bool(test_ids) == promote_all:
         _err("baseline update: name test ids or pass --all (not both)")

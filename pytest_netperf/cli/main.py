@@ -20,12 +20,10 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from pytest_netperf import __version__
-
-from pytest_netperf.cli import baseline as cli_baseline
+from pytest_netperf import __version__, defaults
 from pytest_netperf.baseline.store import BaselineStore
+from pytest_netperf.cli import baseline as cli_baseline
 from pytest_netperf.errors import NetperfError
-from pytest_netperf import defaults
 from pytest_netperf.settings import SETTING_HELP
 
 #: pytest exit codes mapped onto ours (pytest: 4 usage error, 0 ok, else a problem).
@@ -73,24 +71,16 @@ def _add_baseline_commands(baseline: argparse.ArgumentParser) -> None:
     show = actions.add_parser("show", parents=[common], help="table of stored baselines")
     show.add_argument("pattern", nargs="?", metavar="TEST_ID_OR_GLOB")
 
-    diff = actions.add_parser(
-        "diff", parents=[common], help="stored baseline vs the last run, per metric"
-    )
+    diff = actions.add_parser("diff", parents=[common], help="stored baseline vs the last run, per metric")
     diff.add_argument("pattern", nargs="?", metavar="TEST_ID_OR_GLOB")
 
-    update = actions.add_parser(
-        "update", parents=[common], help="make the last run's results the stored baselines"
-    )
+    update = actions.add_parser("update", parents=[common], help="make the last run's results the stored baselines")
     update.add_argument("test_ids", nargs="*", metavar="TEST_ID")
     update.add_argument("--all", action="store_true", help="promote every pending result")
 
-    prune = actions.add_parser(
-        "prune", parents=[common], help="remove baselines of tests that no longer exist"
-    )
+    prune = actions.add_parser("prune", parents=[common], help="remove baselines of tests that no longer exist")
     source = prune.add_mutually_exclusive_group(required=True)
-    source.add_argument(
-        "--known-from", type=Path, metavar="FILE", help="file with one known test id per line"
-    )
+    source.add_argument("--known-from", type=Path, metavar="FILE", help="file with one known test id per line")
     source.add_argument(
         "--collect",
         action="store_true",

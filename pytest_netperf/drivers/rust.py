@@ -8,9 +8,9 @@ import shutil
 import subprocess
 from typing import Optional
 
+from pytest_netperf.drivers.base import CommandOutcome, CommandRunner, LoadShape
 from pytest_netperf.errors import DriverError, DriverNotFoundError
 from pytest_netperf.measure.results import RoundResult
-from pytest_netperf.drivers.base import CommandOutcome, CommandRunner, LoadShape
 
 #: Name of the binary on PATH (and argv[0] handed to runners).
 BINARY_NAME = "netperf-driver"
@@ -84,13 +84,21 @@ class RustDriver:
     def argv(self, url: str, shape: LoadShape) -> list[str]:
         """The command line for ``shape`` (argv[0] is the bare binary name)."""
         args = [
-            BINARY_NAME, "http", url,
-            "--connections", str(int(shape.connections)),
-            "--duration", _seconds(shape.duration_s),
-            "--warmup", _seconds(shape.warmup_s),
-            "--timeout", _seconds(shape.timeout_s),
-            "--interval", _seconds(shape.interval_s),
-            "--method", shape.method,
+            BINARY_NAME,
+            "http",
+            url,
+            "--connections",
+            str(int(shape.connections)),
+            "--duration",
+            _seconds(shape.duration_s),
+            "--warmup",
+            _seconds(shape.warmup_s),
+            "--timeout",
+            _seconds(shape.timeout_s),
+            "--interval",
+            _seconds(shape.interval_s),
+            "--method",
+            shape.method,
         ]
         if shape.rate:
             args += ["--rate", repr(float(shape.rate)), "--arrival", shape.arrival]

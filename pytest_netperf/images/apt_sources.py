@@ -54,9 +54,7 @@ def parse_one_line(text: str) -> list[AptSource]:
     return sources
 
 
-def host_sources(
-    deb822_path: Path = DEB822_SOURCES, one_line_path: Path = ONE_LINE_SOURCES
-) -> list[AptSource]:
+def host_sources(deb822_path: Path = DEB822_SOURCES, one_line_path: Path = ONE_LINE_SOURCES) -> list[AptSource]:
     """All ``deb`` sources configured on this host (deb822 file first, then sources.list)."""
     sources: list[AptSource] = []
     if deb822_path.is_file():
@@ -75,8 +73,7 @@ def mirror_for_suite(suite: str, sources: list[AptSource]) -> str:
         if suite in source.suites:
             return source.uri
     raise LookupError(
-        f"no apt source on this host serves suite {suite!r} "
-        f"(looked in {DEB822_SOURCES} and {ONE_LINE_SOURCES})"
+        f"no apt source on this host serves suite {suite!r} (looked in {DEB822_SOURCES} and {ONE_LINE_SOURCES})"
     )
 
 

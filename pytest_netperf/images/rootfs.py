@@ -54,9 +54,7 @@ def default_recipe() -> RootfsRecipe:
     return RootfsRecipe(mirror=mirror_for_suite(SUITE, host_sources()))
 
 
-def rootfs_tarball(
-    recipe: RootfsRecipe, progress: Callable[[str], None] = print, force: bool = False
-) -> Path:
+def rootfs_tarball(recipe: RootfsRecipe, progress: Callable[[str], None] = print, force: bool = False) -> Path:
     """Return the cached tarball for ``recipe``, running debootstrap first when absent."""
     target = cache_dir() / f"rootfs-{recipe.suite}-{recipe.digest()}.tar"
     if target.is_file() and not force:

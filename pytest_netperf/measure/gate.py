@@ -213,7 +213,8 @@ class Gate:
                 if warning:
                     o.notes.append(warning)
             if o.status is Status.INCONCLUSIVE:
-                o.notes.append(f"inconclusive after {o.verdict.n_rounds if o.verdict else '?'} rounds; policy: {self.settings.inconclusive}")
+                rounds = o.verdict.n_rounds if o.verdict else "?"
+                o.notes.append(f"inconclusive after {rounds} rounds; policy: {self.settings.inconclusive}")
         return outcomes
 
     @staticmethod
@@ -273,7 +274,9 @@ class Gate:
         series._driver = drv  # type: ignore[attr-defined]
         return series
 
-    def _new_measurement(self, key: Optional[str], cand: Series, ref: Optional[Series], hops: Optional[int]) -> Measurement:
+    def _new_measurement(
+        self, key: Optional[str], cand: Series, ref: Optional[Series], hops: Optional[int]
+    ) -> Measurement:
         if key is None:
             key = "default" if not self.measurements else f"m{len(self.measurements) + 1}"
             if hops is not None:
@@ -296,8 +299,7 @@ class Gate:
         if result.client.saturated:
             reasons = "; ".join(result.client.saturation_reasons) or "no reason given"
             raise InvalidMeasurement(
-                f"the load driver was saturated measuring {series.label} {series.url} "
-                f"(round {index + 1}): {reasons}"
+                f"the load driver was saturated measuring {series.label} {series.url} (round {index + 1}): {reasons}"
             )
         series.rounds.append(result)
 
@@ -349,16 +351,20 @@ class Gate:
             vals = self._values(m, b)
             if b.comparison == "baseline" and vals["baseline"] is None:
                 continue  # NEW: decided in finish()
+            candidate = vals["candidate"]
+            assert candidate is not None
             out[b.text] = stats.evaluate(
                 b,
-                vals["candidate"],
+                candidate,
                 reference=vals["reference"],
                 baseline=vals["baseline"],
                 confidence=self.settings.confidence,
                 looks=looks,
                 look_index=look,
                 hops=m.hops if b.per_hop else None,
-                attempts=[float(r.ok + r.error_count) for r in m.candidate.rounds] if b.metric == "error_rate" else None,
+                attempts=[float(r.ok + r.error_count) for r in m.candidate.rounds]
+                if b.metric == "error_rate"
+                else None,
             )
         return out
 
@@ -383,11 +389,22 @@ class Gate:
         error_note = self._error_note(m)
         ref_label = "reference" if m.reference is not None else ""
         for b in self._applicable(m):
-            label = "baseline" if b.comparison == "baseline" else (ref_label if b.comparison == "reference" else "absolute")
+            label = (
+                "baseline" if b.comparison == "baseline" else (ref_label if b.comparison == "reference" else "absolute")
+            )
             v = m.verdicts.get(b.text)
             if b.comparison == "baseline" and v is None:
-                outcomes.append(BudgetOutcome(self.test_id, m.key, b, Status.NEW, None,
-                                              ["no stored baseline: recorded as NEW (update with --netperf-update-baseline)"], label))
+                outcomes.append(
+                    BudgetOutcome(
+                        self.test_id,
+                        m.key,
+                        b,
+                        Status.NEW,
+                        None,
+                        ["no stored baseline: recorded as NEW (update with --netperf-update-baseline)"],
+                        label,
+                    )
+                )
                 continue
             assert v is not None
             o = BudgetOutcome(self.test_id, m.key, b, v.status, v, [], label)
@@ -400,7 +417,11 @@ class Gate:
         if self.implicit_error_budget and error_note:
             implicit = Budget.parse("errors == 0")
             v = stats.evaluate(implicit, m.candidate.values("errors"), confidence=self.settings.confidence)
-            outcomes.append(BudgetOutcome(self.test_id, m.key, implicit, v.status, v, [error_note + " (implicit budget)"], "absolute"))
+            outcomes.append(
+                BudgetOutcome(
+                    self.test_id, m.key, implicit, v.status, v, [error_note + " (implicit budget)"], "absolute"
+                )
+            )
         for o in outcomes:
             o.notes.extend(self.notes)
         return outcomes

@@ -30,7 +30,7 @@ class LatencySummary:
     histogram: Optional[str] = None
 
     @classmethod
-    def from_json(cls, doc: Optional[Mapping[str, Any]]) -> Optional["LatencySummary"]:
+    def from_json(cls, doc: Optional[Mapping[str, Any]]) -> Optional[LatencySummary]:
         """Build from a driver ``*_ns`` block (``None`` stays ``None``)."""
         if doc is None:
             return None
@@ -140,7 +140,7 @@ class RoundResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "RoundResult":
+    def from_dict(cls, doc: Mapping[str, Any]) -> RoundResult:
         """Inverse of :meth:`to_dict`."""
         data = dict(doc)
         for key in ("latency", "service_time", "schedule_lag", "connect_time"):
@@ -151,7 +151,7 @@ class RoundResult:
         return cls(**data)
 
     @classmethod
-    def from_driver_json(cls, doc: Mapping[str, Any]) -> "RoundResult":
+    def from_driver_json(cls, doc: Mapping[str, Any]) -> RoundResult:
         """Map the Rust driver's JSON document (schema_version 1) onto the model."""
         version = doc.get("schema_version")
         if version != 1:

@@ -30,7 +30,7 @@ def with_query(target: TargetLike, **params: Any) -> TargetLike:
     url = urlunsplit(parts._replace(query=urlencode(query), path=parts.path or "/"))
     if isinstance(target, str):
         return url
-    if dataclasses.is_dataclass(target):
+    if dataclasses.is_dataclass(target) and not isinstance(target, type):
         return dataclasses.replace(target, url=url)
     raise TypeError(f"cannot set query parameters on {target!r}")
 

@@ -9,6 +9,7 @@ fixtures (module scope, parametrizable with ``indirect=True``) and the per-test
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import signal
 import uuid
@@ -19,10 +20,10 @@ from typing import Any
 import pytest
 
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
+from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.runtime.cleanup import clean_session, clean_stale
 from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology
-from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.topology import builders
 from pytest_netperf.topology.model import Topology
 
@@ -151,10 +152,8 @@ def _install_signal_cleanup(session_id: str) -> Callable[[], None]:
             os.kill(os.getpid(), signum)
 
     for signum in _HANDLED_SIGNALS:
-        try:
+        with contextlib.suppress(ValueError):  # not the main thread: atexit still cleans
             previous[signum] = signal.signal(signum, handler)
-        except ValueError:  # not the main thread: leave signals alone, atexit still cleans
-            pass
 
     def restore() -> None:
         for signum, before in previous.items():
@@ -173,7 +172,5 @@ def _register_atexit(session_id: str) -> Callable[[], None]:
 
 
 def _quiet_clean(session_id: str) -> None:
-    try:
+    with contextlib.suppress(Exception):  # Docker gone: nothing more we can do while exiting
         clean_session(session_id)
-    except Exception:  # Docker gone: nothing more we can do while exiting
-        pass

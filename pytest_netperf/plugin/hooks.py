@@ -52,7 +52,7 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(docker_fixtures, "netperf-docker-fixtures")
 
 
-def get_plugin(config: pytest.Config) -> "NetperfPlugin":
+def get_plugin(config: pytest.Config) -> NetperfPlugin:
     """The session's plugin object."""
     plugin = config.pluginmanager.get_plugin(PLUGIN_NAME)
     assert isinstance(plugin, NetperfPlugin)
@@ -215,7 +215,7 @@ class NetperfPlugin:
                 rows = invalid_rows(gate, invalid)
             else:
                 rows = [row_for_outcome(o, gate) for o in item.stash.get(STASH_OUTCOMES, [])]
-            report.netperf = {  # travels to the xdist controller with the report
+            report.netperf = {  # type: ignore[attr-defined]  # travels to the xdist controller
                 "rows": [r.to_dict() for r in rows],
                 "results": {item.nodeid: [measurement_summary(m) for m in gate.measurements]},
             }

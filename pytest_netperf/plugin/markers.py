@@ -6,6 +6,7 @@ naming the test and the text, before anything is measured.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -63,7 +64,7 @@ class MarkerOptions:
         return path if path.is_absolute() else test_dir / path
 
 
-_CONVERTERS = {
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "driver": str,
     "rounds": to_int,
     "max_rounds": to_int,

@@ -23,7 +23,7 @@ def markdown(rows: Sequence[Any], title: str = "netperf results") -> str:
     """A pull-request comment: summary line, table (worst first), details section."""
     rows = sorted(as_rows(rows), key=lambda r: verdict_rank(r.verdict))
     overall = overall_verdict(rows)
-    icon = _MARKDOWN_ICONS.get(overall or "")
+    icon = _MARKDOWN_ICONS.get(overall) if overall else None
     heading = f"### {icon} {title}" if icon else f"### {title}"
     lines = [heading, "", f"**{summary_line(rows)}**", ""]
     if not rows:
@@ -34,7 +34,7 @@ def markdown(rows: Sequence[Any], title: str = "netperf results") -> str:
     ]
     for r in rows:
         cells = [
-            f"{_MARKDOWN_ICONS.get(r.verdict, '')} {r.verdict}".strip(),
+            f"{_MARKDOWN_ICONS.get(Status.parse(r.verdict), '')} {r.verdict}".strip(),
             f"`{_md_code(r.test_id)}`",
             f"`{_md_code(r.budget)}`",
             _md_cell(r.reference),

@@ -52,22 +52,16 @@ def write_plots(
     report_dir.mkdir(parents=True, exist_ok=True)
     stem = report_dir / safe_name(test_id)
     written = [plot_rounds(series, stem.with_name(stem.name + "-rounds.png"), metrics, test_id)]
-    distribution = plot_latency_distribution(
-        series, stem.with_name(stem.name + "-latency.png"), test_id
-    )
-    depth = plot_latency_by_depth(
-        series, stem.with_name(stem.name + "-depth.png"), depth_metric, test_id
-    )
+    distribution = plot_latency_distribution(series, stem.with_name(stem.name + "-latency.png"), test_id)
+    depth = plot_latency_by_depth(series, stem.with_name(stem.name + "-depth.png"), depth_metric, test_id)
     return written + [p for p in (distribution, depth) if p is not None]
 
 
-def plot_rounds(
-    series: SeriesRounds, path: Path, metrics: Sequence[str] = ("rps", "p90"), title: str = ""
-) -> Path:
+def plot_rounds(series: SeriesRounds, path: Path, metrics: Sequence[str] = ("rps", "p90"), title: str = "") -> Path:
     """One panel per metric: the value of every round, one line per series."""
     fig = _figure(width=7.0, height=2.6 * len(metrics) + 0.6)
     axes = fig.subplots(len(metrics), 1, sharex=True, squeeze=False)[:, 0]
-    for ax, metric in zip(axes, metrics):
+    for ax, metric in zip(axes, metrics, strict=False):
         scale, unit = _scale(metric)
         for name, rounds in series.items():
             xs = list(range(1, len(rounds) + 1))
@@ -109,9 +103,7 @@ def plot_latency_distribution(series: SeriesRounds, path: Path, title: str = "")
     return _save(fig, path, title or "latency distribution")
 
 
-def plot_latency_by_depth(
-    series: SeriesRounds, path: Path, metric: str = "p90", title: str = ""
-) -> Optional[Path]:
+def plot_latency_by_depth(series: SeriesRounds, path: Path, metric: str = "p90", title: str = "") -> Optional[Path]:
     """Median ``metric`` per call depth, min–max over rounds as error bars, one line per
     label; ``None`` unless at least two series are named ``depth=N[/label]``."""
     groups: dict[str, list[tuple[int, list[float]]]] = {}
@@ -119,9 +111,7 @@ def plot_latency_by_depth(
         match = _DEPTH_NAME.match(name)
         if match and rounds:
             label = match.group(2) or "default"
-            groups.setdefault(label, []).append(
-                (int(match.group(1)), [r.metric(metric) for r in rounds])
-            )
+            groups.setdefault(label, []).append((int(match.group(1)), [r.metric(metric) for r in rounds]))
     if sum(len(points) for points in groups.values()) < 2:
         return None
     scale, unit = _scale(metric)
@@ -131,8 +121,8 @@ def plot_latency_by_depth(
         points.sort()
         depths = [d for d, _ in points]
         medians = [statistics.median(v) * scale for _, v in points]
-        low = [m - min(v) * scale for m, (_, v) in zip(medians, points)]
-        high = [max(v) * scale - m for m, (_, v) in zip(medians, points)]
+        low = [m - min(v) * scale for m, (_, v) in zip(medians, points, strict=False)]
+        high = [max(v) * scale - m for m, (_, v) in zip(medians, points, strict=False)]
         ax.errorbar(depths, medians, yerr=[low, high], marker="o", capsize=3, label=label)
     ax.set_xticks(sorted({d for points in groups.values() for d, _ in points}))
     ax.set_xlabel("call depth")

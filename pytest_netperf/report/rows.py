@@ -35,7 +35,7 @@ class ReportRow:
         self.verdict = Status.parse(self.verdict).value
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> "ReportRow":
+    def from_dict(cls, doc: Mapping[str, Any]) -> ReportRow:
         """Build from a JSON-ready dict (unknown keys are ignored)."""
         known = cls.__dataclass_fields__
         data = {k: v for k, v in doc.items() if k in known}
@@ -46,7 +46,6 @@ class ReportRow:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict."""
         return asdict(self)
-
 
 
 def as_rows(rows: Iterable[Any]) -> list[ReportRow]:
@@ -79,7 +78,7 @@ def verdict_rank(verdict: str) -> int:
     return Status.parse(verdict).rank
 
 
-def row_for_outcome(outcome: "BudgetOutcome", gate: "Gate") -> ReportRow:
+def row_for_outcome(outcome: BudgetOutcome, gate: Gate) -> ReportRow:
     """The row of one budget outcome of a test."""
     v = outcome.verdict
     m = gate.measurement(outcome.measurement)
@@ -114,7 +113,7 @@ def row_for_outcome(outcome: "BudgetOutcome", gate: "Gate") -> ReportRow:
     )
 
 
-def invalid_rows(gate: "Gate", reason: str) -> list[ReportRow]:
+def invalid_rows(gate: Gate, reason: str) -> list[ReportRow]:
     """One INVALID row per budget of a test whose measurement could not be trusted."""
     last = gate.measurements[-1].candidate if gate.measurements else None
     texts = [b.text for b in gate.budgets] or ["-"]
@@ -135,7 +134,7 @@ def invalid_rows(gate: "Gate", reason: str) -> list[ReportRow]:
     ]
 
 
-def measurement_summary(m: "Measurement") -> dict[str, Any]:
+def measurement_summary(m: Measurement) -> dict[str, Any]:
     """Per-series rounds of one measurement, for the JSON report."""
     out: dict[str, Any] = {"key": m.key, "hops": m.hops, "series": {}}
     for s in m.series():

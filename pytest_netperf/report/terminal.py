@@ -93,9 +93,7 @@ def terminal_table(rows: Sequence[Any], width: int = TABLE_WIDTH) -> str:
         maxcolwidths=widths,
     )
     notes = [
-        textwrap.fill(
-            text, width, initial_indent=f"[{i}] ", subsequent_indent=" " * (len(str(i)) + 3)
-        )
+        textwrap.fill(text, width, initial_indent=f"[{i}] ", subsequent_indent=" " * (len(str(i)) + 3))
         for i, text in enumerate(footnotes, start=1)
     ]
     return "\n".join([table, *notes, summary_line(rows)])
@@ -103,10 +101,7 @@ def terminal_table(rows: Sequence[Any], width: int = TABLE_WIDTH) -> str:
 
 def _column_widths(cells: list[list[str]], width: int) -> list[int]:
     """Natural column widths, narrowed in :data:`_SHRINK_ORDER` until they fit ``width``."""
-    widths = [
-        max(len(_HEADERS[i]) + _HEADER_PADDING, *(len(c[i]) for c in cells))
-        for i in range(len(_HEADERS))
-    ]
+    widths = [max(len(_HEADERS[i]) + _HEADER_PADDING, *(len(c[i]) for c in cells)) for i in range(len(_HEADERS))]
     separators = _COLUMN_GAP * (len(widths) - 1)
     for column, floor in _SHRINK_ORDER:
         excess = sum(widths) + separators - width

@@ -17,14 +17,14 @@ from docker.models.containers import Container
 
 from pytest_netperf.drivers.base import CommandRunner
 from pytest_netperf.errors import NetperfError
-from pytest_netperf.topology.model import Topology
-from pytest_netperf.topology.render.containers import ContainerSpec, container_specs
+from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_network
 from pytest_netperf.runtime.client import docker_client
-from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.runners import ContainerRunner
+from pytest_netperf.topology.model import Topology
+from pytest_netperf.topology.render.containers import ContainerSpec, container_specs
 
 __all__ = ["DockerRuntime", "Endpoint", "RunningTopology", "TopologyStartError", "docker_client"]
 
@@ -45,7 +45,7 @@ class Endpoint:
 
     url: str
     runner: CommandRunner | None  # None: run the driver on the host
-    where: str                    # "host" or "container on <network>"
+    where: str  # "host" or "container on <network>"
     host_header: str | None = None
     #: image -> image id of every container of the topology (for the baseline fingerprint)
     images: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
@@ -54,9 +54,16 @@ class Endpoint:
 class RunningTopology:
     """A started topology: addresses, logs, endpoints; ``down()`` (or ``with``) removes it."""
 
-    def __init__(self, topology: Topology, network: str, client: DockerClient,
-                 containers: dict[str, Container], labels: dict[str, str],
-                 driver_image: str | None, startup_s: float) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        network: str,
+        client: DockerClient,
+        containers: dict[str, Container],
+        labels: dict[str, str],
+        driver_image: str | None,
+        startup_s: float,
+    ) -> None:
         self.topology = topology
         self.network = network
         self.startup_s = startup_s
@@ -90,8 +97,9 @@ class RunningTopology:
             url = f"http://{self.ip(target.node)}:{target.port}{target.path}"
             return Endpoint(url, None, "host", target.host_header, images)
         if self._driver_image is None:
-            raise TopologyStartError(f"target {target_name!r} needs the driver in a container, "
-                                     "but no echo (driver) image is known")
+            raise TopologyStartError(
+                f"target {target_name!r} needs the driver in a container, but no echo (driver) image is known"
+            )
         runner = ContainerRunner(self._client, self._driver_image, self.network, self._labels)
         url = f"http://{self.topology.dns_name(target.node)}:{target.port}{target.path}"
         return Endpoint(url, runner, runner.where, target.host_header, images)
@@ -112,9 +120,15 @@ class RunningTopology:
 class DockerRuntime:
     """Brings topologies up in Docker; every resource is labelled with ``session_id``."""
 
-    def __init__(self, session_id: str, images: Mapping[str, str], client: DockerClient | None = None,
-                 ready_timeout_s: float = 30.0, poll_interval_s: float = 0.05,
-                 overrides: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        session_id: str,
+        images: Mapping[str, str],
+        client: DockerClient | None = None,
+        ready_timeout_s: float = 30.0,
+        poll_interval_s: float = 0.05,
+        overrides: Mapping[str, str] | None = None,
+    ) -> None:
         self.session_id = session_id
         self.images = dict(images)
         self.overrides = dict(overrides or {})
@@ -158,10 +172,13 @@ class DockerRuntime:
             try:
                 clean_network(network, self.client)
             except Exception as cleanup_failure:  # keep the original error in front
-                failure.add_note(f"cleanup after the failure also failed: {cleanup_failure}")
+                add_note = getattr(failure, "add_note", None)  # Python 3.11+
+                if add_note is not None:
+                    add_note(f"cleanup after the failure also failed: {cleanup_failure}")
             raise
-        running = RunningTopology(topology, network, self.client, containers, labels,
-                                  driver_image, time.monotonic() - started)
+        running = RunningTopology(
+            topology, network, self.client, containers, labels, driver_image, time.monotonic() - started
+        )
         self.startup_times[topology.name] = running.startup_s
         self.running.append(running)
         return running
@@ -171,12 +188,21 @@ class DockerRuntime:
         while self.running:
             self.running.pop().down()
 
-    def _start_wave(self, topology: Topology, wave: list[ContainerSpec], images: dict[str, str],
-                    network: str, labels: dict[str, str], containers: dict[str, Container]) -> None:
+    def _start_wave(
+        self,
+        topology: Topology,
+        wave: list[ContainerSpec],
+        images: dict[str, str],
+        network: str,
+        labels: dict[str, str],
+        containers: dict[str, Container],
+    ) -> None:
         """Start the containers of one wave concurrently; raise the first failure after all return."""
         with ThreadPoolExecutor(max_workers=min(len(wave), MAX_PARALLEL_STARTS)) as pool:
-            futures = {spec.node: pool.submit(self._start, topology, spec, images[spec.node], network,
-                                              labels, containers) for spec in wave}
+            futures = {
+                spec.node: pool.submit(self._start, topology, spec, images[spec.node], network, labels, containers)
+                for spec in wave
+            }
         failures = [error for future in futures.values() if (error := future.exception()) is not None]
         for node, future in futures.items():
             if not future.exception():
@@ -184,8 +210,15 @@ class DockerRuntime:
         if failures:
             raise failures[0]
 
-    def _start(self, topology: Topology, spec: ContainerSpec, image: str, network: str,
-               labels: dict[str, str], containers: dict[str, Container]) -> Container:
+    def _start(
+        self,
+        topology: Topology,
+        spec: ContainerSpec,
+        image: str,
+        network: str,
+        labels: dict[str, str],
+        containers: dict[str, Container],
+    ) -> Container:
         """Create the container, copy its config files in, start it (readiness comes later)."""
         node = topology.node(spec.node)
         options: dict[str, object] = {"labels": {**labels, L.NODE: node.name}}
@@ -194,23 +227,30 @@ class DockerRuntime:
         else:
             endpoint = self.client.api.create_endpoint_config(aliases=[node.name, *node.aliases])
             options.update(network=network, hostname=node.name, networking_config={network: endpoint})
-        container = self.client.containers.create(image, spec.command, name=f"{network}-{node.name}",
-                                                  environment=dict(spec.environment), **options)
+        container = self.client.containers.create(
+            image, spec.command, name=f"{network}-{node.name}", environment=dict(spec.environment), **options
+        )
         if spec.files:
             container.put_archive("/", _tar(spec.files))  # raises APIError when it fails
         container.start()
         return container
 
-    def _wait_ready(self, topology: Topology, specs: list[ContainerSpec],
-                    containers: dict[str, Container], network: str) -> None:
+    def _wait_ready(
+        self, topology: Topology, specs: list[ContainerSpec], containers: dict[str, Container], network: str
+    ) -> None:
         deadline = time.monotonic() + self.ready_timeout_s
         addresses: dict[str, str] = {}
         for spec in specs:
             root = topology.pod_root(spec.node).name
             if root not in addresses:
                 addresses[root] = _ip(containers[root], network)
-            probe = HttpReadiness(addresses[root], spec.port, spec.health_path,
-                                  max(0.5, deadline - time.monotonic()), self.poll_interval_s)
+            probe = HttpReadiness(
+                addresses[root],
+                spec.port,
+                spec.health_path,
+                max(0.5, deadline - time.monotonic()),
+                self.poll_interval_s,
+            )
             try:
                 probe.wait_until_ready(containers[spec.node])
             except NodeNotReady as exc:
@@ -231,8 +271,11 @@ def start_waves(topology: Topology, specs: list[ContainerSpec]) -> list[list[Con
     wave_of: dict[str, int] = {}
     for spec in specs:
         node = topology.node(spec.node)
-        needs = [n for n in (*node.upstreams, node.pod_of) if n is not None and n in wave_of
-                 and position[n] < position[spec.node]]
+        needs = [
+            n
+            for n in (*node.upstreams, node.pod_of)
+            if n is not None and n in wave_of and position[n] < position[spec.node]
+        ]
         wave_of[spec.node] = 1 + max((wave_of[n] for n in needs), default=-1)
     waves: list[list[ContainerSpec]] = [[] for _ in range(max(wave_of.values(), default=-1) + 1)]
     for spec in specs:

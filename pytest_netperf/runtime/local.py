@@ -24,7 +24,7 @@ class LocalEchoServer:
     def __init__(
         self,
         listen: str = "127.0.0.1:0",
-        id: Optional[str] = None,  # noqa: A002 - mirrors the --id flag
+        id: Optional[str] = None,
         next_url: Optional[str] = None,
         binary: Optional[str] = None,
         threads: Optional[int] = None,
@@ -66,7 +66,7 @@ class LocalEchoServer:
             args += ["--threads", str(self.threads)]
         return args
 
-    def start(self) -> "LocalEchoServer":
+    def start(self) -> LocalEchoServer:
         """Start and wait until ready; raises :class:`DriverError` on failure."""
         argv = self.argv()
         self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -91,7 +91,7 @@ class LocalEchoServer:
             if stream is not None:
                 stream.close()
 
-    def __enter__(self) -> "LocalEchoServer":
+    def __enter__(self) -> LocalEchoServer:
         return self.start()
 
     def __exit__(
@@ -100,7 +100,8 @@ class LocalEchoServer:
         self.stop()
 
     def _read_address(self, deadline: float) -> tuple[str, int]:
-        assert self.process is not None and self.process.stdout is not None
+        assert self.process is not None
+        assert self.process.stdout is not None
         fd = self.process.stdout.fileno()
         line = b""
         with selectors.DefaultSelector() as sel:
@@ -118,7 +119,7 @@ class LocalEchoServer:
         text = line.decode(errors="replace").strip()
         if not text.startswith("listening on "):
             raise DriverError(f"unexpected echo server output {text!r}")
-        host, _, port = text[len("listening on "):].rpartition(":")
+        host, _, port = text[len("listening on ") :].rpartition(":")
         host = host.strip("[]")
         if host in ("0.0.0.0", "::"):
             host = "127.0.0.1" if host == "0.0.0.0" else "::1"
@@ -140,7 +141,8 @@ class LocalEchoServer:
         raise DriverError(f"echo server at {self.url} not healthy within {self.start_timeout_s:g}s: {last_error}")
 
     def _stderr_line(self) -> str:
-        assert self.process is not None and self.process.stderr is not None
+        assert self.process is not None
+        assert self.process.stderr is not None
         try:
             self.process.wait(timeout=2)
         except subprocess.TimeoutExpired:

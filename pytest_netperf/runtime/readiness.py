@@ -21,8 +21,9 @@ class HttpReadiness:
     Fails early when the container exits. Timeout and poll interval are explicit.
     """
 
-    def __init__(self, address: str, port: int, path: str | None,
-                 timeout_s: float = 30.0, poll_interval_s: float = 0.05) -> None:
+    def __init__(
+        self, address: str, port: int, path: str | None, timeout_s: float = 30.0, poll_interval_s: float = 0.05
+    ) -> None:
         self.address, self.port, self.path = address, port, path
         self.timeout_s = float(timeout_s)
         self.poll_interval_s = float(poll_interval_s)
@@ -45,8 +46,7 @@ class HttpReadiness:
                 raise NodeNotReady(f"container exited ({status}) before {self.describe()} answered")
             if time.monotonic() >= deadline:
                 raise NodeNotReady(
-                    f"{self.describe()} not ready after {self.timeout_s:.0f}s "
-                    f"(last problem: {self.last_problem})"
+                    f"{self.describe()} not ready after {self.timeout_s:.0f}s (last problem: {self.last_problem})"
                 )
             time.sleep(self.poll_interval_s)
 

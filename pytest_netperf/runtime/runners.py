@@ -31,7 +31,11 @@ class ContainerRunner:
         """Run ``argv`` (argv[0] on the image's PATH) and wait at most ``timeout_s``."""
         try:
             container = self.client.containers.run(
-                self.image, argv, network=self.network, labels=self.labels, detach=True,
+                self.image,
+                argv,
+                network=self.network,
+                labels=self.labels,
+                detach=True,
             )
         except APIError as exc:
             raise DriverError(f"cannot start the driver {self.where}: {exc}") from exc

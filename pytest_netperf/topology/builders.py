@@ -30,15 +30,14 @@ def echo_topology(replicas: int = 1, delay: str | None = None) -> Topology:
     if replicas == 1:
         nodes: tuple[Node, ...] = (Node("echo", "echo", ECHO_PORT),)
     else:
-        nodes = tuple(Node(f"echo-{i}", "echo", ECHO_PORT, aliases=(ECHO_SERVICE_ALIAS,))
-                      for i in range(1, replicas + 1))
+        nodes = tuple(
+            Node(f"echo-{i}", "echo", ECHO_PORT, aliases=(ECHO_SERVICE_ALIAS,)) for i in range(1, replicas + 1)
+        )
     path = f"/?delay={delay}" if delay else "/"
-    return _validated(Topology(f"echo-x{replicas}", nodes,
-                               (Target("direct", nodes[0].name, ECHO_PORT, path=path),)))
+    return _validated(Topology(f"echo-x{replicas}", nodes, (Target("direct", nodes[0].name, ECHO_PORT, path=path),)))
 
 
-def gateway_topology(kind: Literal["nginx", "kong"], workers: int = 1,
-                     upstream_keepalive: bool = True) -> Topology:
+def gateway_topology(kind: Literal["nginx", "kong"], workers: int = 1, upstream_keepalive: bool = True) -> Topology:
     """Echo behind one API gateway node ``gw`` (nginx or Kong). Targets: ``direct``
     (the echo server) and ``gateway``. ``upstream_keepalive=False`` is the sample
     regression: the gateway opens a new upstream connection per request."""
@@ -47,12 +46,21 @@ def gateway_topology(kind: Literal["nginx", "kong"], workers: int = 1,
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
     echo = Node("echo", "echo", ECHO_PORT)
-    gateway = Node("gw", kind, GATEWAY_PORT, upstreams=("echo",),
-                   params={"workers": workers, "upstream_keepalive": upstream_keepalive})
+    gateway = Node(
+        "gw",
+        kind,
+        GATEWAY_PORT,
+        upstreams=("echo",),
+        params={"workers": workers, "upstream_keepalive": upstream_keepalive},
+    )
     suffix = "" if upstream_keepalive else "-no-upstream-keepalive"
-    return _validated(Topology(
-        f"gateway-{kind}-w{workers}{suffix}", (echo, gateway),
-        (Target("direct", "echo", ECHO_PORT), Target("gateway", "gw", GATEWAY_PORT))))
+    return _validated(
+        Topology(
+            f"gateway-{kind}-w{workers}{suffix}",
+            (echo, gateway),
+            (Target("direct", "echo", ECHO_PORT), Target("gateway", "gw", GATEWAY_PORT)),
+        )
+    )
 
 
 def sidecar_chain_topology(sidecars: bool) -> Topology:
@@ -63,23 +71,39 @@ def sidecar_chain_topology(sidecars: bool) -> Topology:
     nodes: list[Node] = []
     for app, peer in peers.items():
         if sidecars:
-            nodes.append(Node(app, "echo", ECHO_PORT, upstreams=(f"{app}-proxy",),
-                              params={"next_url": f"http://127.0.0.1:{ENVOY_OUTBOUND_PORT}"}))
+            nodes.append(
+                Node(
+                    app,
+                    "echo",
+                    ECHO_PORT,
+                    upstreams=(f"{app}-proxy",),
+                    params={"next_url": f"http://127.0.0.1:{ENVOY_OUTBOUND_PORT}"},
+                )
+            )
         else:
-            nodes.append(Node(app, "echo", ECHO_PORT, upstreams=(peer,),
-                              params={"next_url": f"http://{peer}:{ECHO_PORT}"}))
+            nodes.append(
+                Node(app, "echo", ECHO_PORT, upstreams=(peer,), params={"next_url": f"http://{peer}:{ECHO_PORT}"})
+            )
     if sidecars:
-        nodes += [Node(f"{app}-proxy", "envoy", ENVOY_INBOUND_PORT,
-                       upstreams=(app, f"{peer}-proxy"), pod_of=app,
-                       extra_ports=(ENVOY_OUTBOUND_PORT,))
-                  for app, peer in peers.items()]
+        nodes += [
+            Node(
+                f"{app}-proxy",
+                "envoy",
+                ENVOY_INBOUND_PORT,
+                upstreams=(app, f"{peer}-proxy"),
+                pod_of=app,
+                extra_ports=(ENVOY_OUTBOUND_PORT,),
+            )
+            for app, peer in peers.items()
+        ]
     entry_port = ENVOY_INBOUND_PORT if sidecars else ECHO_PORT
     name = "sidecar-chain" if sidecars else "plain-chain"
     return _validated(Topology(name, tuple(nodes), (Target("entry", "svc-a", entry_port),)))
 
 
-def access_modes_topology(replicas: int = 3, l7_params: Mapping[str, Any] | None = None,
-                          name: str | None = None) -> Topology:
+def access_modes_topology(
+    replicas: int = 3, l7_params: Mapping[str, Any] | None = None, name: str | None = None
+) -> Topology:
     """Echo replicas ``echo-1..N`` (alias ``echo-svc``) reached five ways: ``link``
     (address), ``dns`` (name, driver in-network), ``discovery`` (HAProxy resolving
     ``echo-svc`` through Docker DNS), ``l7`` (HAProxy http) and ``l4`` (HAProxy tcp).
@@ -87,14 +111,17 @@ def access_modes_topology(replicas: int = 3, l7_params: Mapping[str, Any] | None
     ``queue_timeout`` for an overload case)."""
     if replicas < 1:
         raise ValueError(f"replicas must be >= 1, got {replicas}")
-    echoes = tuple(Node(f"echo-{i}", "echo", ECHO_PORT, aliases=(ECHO_SERVICE_ALIAS,))
-                   for i in range(1, replicas + 1))
+    echoes = tuple(Node(f"echo-{i}", "echo", ECHO_PORT, aliases=(ECHO_SERVICE_ALIAS,)) for i in range(1, replicas + 1))
     backends = tuple(e.name for e in echoes)
     balancers = (
-        Node("discovery", "haproxy", BALANCER_PORT, upstreams=backends,
-             params={"mode": "http", "discover": ECHO_SERVICE_ALIAS}),
-        Node("l7", "haproxy", BALANCER_PORT, upstreams=backends,
-             params={"mode": "http", **dict(l7_params or {})}),
+        Node(
+            "discovery",
+            "haproxy",
+            BALANCER_PORT,
+            upstreams=backends,
+            params={"mode": "http", "discover": ECHO_SERVICE_ALIAS},
+        ),
+        Node("l7", "haproxy", BALANCER_PORT, upstreams=backends, params={"mode": "http", **dict(l7_params or {})}),
         Node("l4", "haproxy", BALANCER_PORT, upstreams=backends, params={"mode": "tcp"}),
     )
     targets = (

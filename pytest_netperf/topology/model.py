@@ -58,16 +58,16 @@ class Topology:
         for node in self.nodes:
             if node.name == name:
                 return node
-        raise KeyError(f"topology {self.name!r} has no node {name!r} "
-                       f"(nodes: {', '.join(n.name for n in self.nodes)})")
+        raise KeyError(f"topology {self.name!r} has no node {name!r} (nodes: {', '.join(n.name for n in self.nodes)})")
 
     def target(self, name: str) -> Target:
         """The target called ``name``; KeyError naming the known targets otherwise."""
         for target in self.targets:
             if target.name == name:
                 return target
-        raise KeyError(f"topology {self.name!r} has no target {name!r} "
-                       f"(targets: {', '.join(t.name for t in self.targets)})")
+        raise KeyError(
+            f"topology {self.name!r} has no target {name!r} (targets: {', '.join(t.name for t in self.targets)})"
+        )
 
     def pod_root(self, name: str) -> Node:
         """The node owning the network namespace ``name`` runs in (itself unless a sidecar)."""
@@ -138,8 +138,7 @@ def _problems(topology: Topology) -> list[str]:
     known = set(names)
     problems += [f"duplicate node name {n!r}" for n in sorted(known) if names.count(n) > 1]
     target_names = [t.name for t in topology.targets]
-    problems += [f"duplicate target name {t!r}" for t in sorted(set(target_names))
-                 if target_names.count(t) > 1]
+    problems += [f"duplicate target name {t!r}" for t in sorted(set(target_names)) if target_names.count(t) > 1]
     for node in topology.nodes:
         problems += _node_problems(node, known)
     if problems:
@@ -151,16 +150,14 @@ def _problems(topology: Topology) -> list[str]:
             return [f"pod_of cycle through node {node.name!r}"]
     for root in {topology.pod_root(n.name).name for n in topology.nodes}:
         ports = [p for member in topology.pod_members(root) for p in member.ports]
-        problems += [f"port {p} used twice in pod {root!r}" for p in sorted(set(ports))
-                     if ports.count(p) > 1]
+        problems += [f"port {p} used twice in pod {root!r}" for p in sorted(set(ports)) if ports.count(p) > 1]
     for target in topology.targets:
         if target.node not in known:
             problems.append(f"target {target.name!r} points at unknown node {target.node!r}")
             continue
         pod_ports = {p for member in topology.pod_members(target.node) for p in member.ports}
         if target.port not in pod_ports:
-            problems.append(f"target {target.name!r}: nothing listens on "
-                            f"{target.node}:{target.port}")
+            problems.append(f"target {target.name!r}: nothing listens on {target.node}:{target.port}")
         if not target.path.startswith("/"):
             problems.append(f"target {target.name!r}: path must start with '/'")
     return problems
@@ -173,12 +170,9 @@ def _node_problems(node: Node, known: set[str]) -> list[str]:
     for label in (node.name, *node.aliases):
         if not _DNS_LABEL.match(label):
             problems.append(f"{label!r} (node {node.name!r}) is not a lower-case DNS label")
-    problems += [f"alias {a!r} of node {node.name!r} is also a node name"
-                 for a in node.aliases if a in known]
-    problems += [f"node {node.name!r}: port {p} outside 1..65535"
-                 for p in node.ports if not 0 < p < 65536]
-    problems += [f"node {node.name!r} forwards to unknown node {u!r}"
-                 for u in node.upstreams if u not in known]
+    problems += [f"alias {a!r} of node {node.name!r} is also a node name" for a in node.aliases if a in known]
+    problems += [f"node {node.name!r}: port {p} outside 1..65535" for p in node.ports if not 0 < p < 65536]
+    problems += [f"node {node.name!r} forwards to unknown node {u!r}" for u in node.upstreams if u not in known]
     if node.name in node.upstreams:
         problems.append(f"node {node.name!r} forwards to itself")
     if node.pod_of is not None and node.pod_of not in known:

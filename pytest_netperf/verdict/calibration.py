@@ -19,8 +19,8 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import numpy as np
 from scipy import special
 
-from pytest_netperf.atomic_file import write_text_atomic
 from pytest_netperf import defaults
+from pytest_netperf.atomic_file import write_text_atomic
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget, coerce_budget
 from pytest_netperf.budget.metrics import format_duration_ns
@@ -85,7 +85,7 @@ class NoiseFloor:
         }
 
     @classmethod
-    def from_dict(cls, doc: Any, source: str = "noise floor") -> "NoiseFloor":
+    def from_dict(cls, doc: Any, source: str = "noise floor") -> NoiseFloor:
         """Inverse of :meth:`to_dict`; BaselineError naming ``source`` when malformed."""
         if not isinstance(doc, dict):
             raise BaselineError(f"{source}: expected a JSON object")
@@ -97,14 +97,10 @@ class NoiseFloor:
             )
         try:
             metrics = {
-                str(name): MetricNoise(
-                    **{k: float(v) for k, v in body.items() if k != "n"}, n=int(body["n"])
-                )
+                str(name): MetricNoise(**{k: float(v) for k, v in body.items() if k != "n"}, n=int(body["n"]))
                 for name, body in doc["metrics"].items()
             }
-            return cls(
-                metrics, int(doc["n"]), str(doc["measured_at"]), dict(doc.get("fingerprint", {}))
-            )
+            return cls(metrics, int(doc["n"]), str(doc["measured_at"]), dict(doc.get("fingerprint", {})))
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise BaselineError(f"{source}: malformed noise floor ({exc!r})") from exc
 
@@ -187,9 +183,7 @@ def min_detectable_effect(
     ``baseline_rounds`` stored rounds, default ``n_rounds``) or ``absolute``. With
     ``looks > 1`` the level of the last look of the sequential procedure is used.
     """
-    effect = _effect(
-        noise, n_rounds, confidence, power, comparison, baseline_rounds, looks, relative
-    )
+    effect = _effect(noise, n_rounds, confidence, power, comparison, baseline_rounds, looks, relative)
     return math.expm1(effect) if relative else effect
 
 

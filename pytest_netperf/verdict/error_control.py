@@ -31,9 +31,7 @@ def planned_looks(
     return 1 + math.ceil((max_rounds - min_rounds) / batch)
 
 
-def alpha_for_look(
-    alpha: float, look_index: int, looks: int, spending: str = defaults.SPENDING
-) -> float:
+def alpha_for_look(alpha: float, look_index: int, looks: int, spending: str = defaults.SPENDING) -> float:
     """One-sided level to use at look ``look_index`` of ``looks`` so that the levels of all
     looks add up to ``alpha`` (a union bound: valid for any correlation between looks).
 

@@ -103,9 +103,7 @@ def paired_ratio(cand: np.ndarray, ref: np.ndarray) -> Estimate:
 def unpaired_ratio(cand: np.ndarray, base: np.ndarray) -> Estimate:
     """Candidate over an unpaired baseline: Yuen-Welch on log values."""
     if (cand > 0).all() and (base > 0).all():
-        return yuen_welch(
-            np.log(cand), np.log(base), log_scale=True, what="Yuen-Welch t on log values"
-        )
+        return yuen_welch(np.log(cand), np.log(base), log_scale=True, what="Yuen-Welch t on log values")
     base_mean = float(np.mean(base))
     if base_mean <= 0:
         raise ValueError(f"baseline rounds must be positive to form ratios: {base.tolist()}")

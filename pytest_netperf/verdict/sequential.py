@@ -34,7 +34,7 @@ class SequentialPlan:
         planned_looks(self.min_rounds, self.max_rounds, self.batch)  # validates
 
     @classmethod
-    def fixed(cls, rounds: int) -> "SequentialPlan":
+    def fixed(cls, rounds: int) -> SequentialPlan:
         """Exactly ``rounds`` rounds and a single look."""
         return cls(rounds, rounds, 1)
 

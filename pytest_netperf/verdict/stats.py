@@ -71,7 +71,7 @@ class Verdict:
     looks: int = 1
     p_adjusted: Optional[float] = None
     exact: bool = False
-    parts: tuple["Verdict", ...] = ()
+    parts: tuple[Verdict, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -186,13 +186,9 @@ def _estimate(
     if budget.comparison == "reference":
         ref = as_array(reference, f"reference (needed by {budget.text!r})")
         if ref.size != cand.size:
-            raise ValueError(
-                f"paired rounds differ in number: {cand.size} candidate, {ref.size} reference"
-            )
+            raise ValueError(f"paired rounds differ in number: {cand.size} candidate, {ref.size} reference")
         if budget.form == "added":
-            return one_sample(
-                (cand - ref) / hops, log_scale=False, what="paired t on per-pair differences"
-            )
+            return one_sample((cand - ref) / hops, log_scale=False, what="paired t on per-pair differences")
         return paired_ratio(cand, ref)
     base = as_array(baseline, f"baseline (needed by {budget.text!r})")
     if budget.form == "added":
@@ -253,9 +249,7 @@ def _judge(
     # nearest the good side outside it. A bound exactly on the threshold follows the op.
     pass_bound, fail_bound = (high, low) if higher_is_worse else (low, high)
     p_fail = est.p_greater(z_threshold) if higher_is_worse else est.p_less(z_threshold)
-    if _worse(z_threshold, pass_bound, higher_is_worse) or (
-        pass_bound == z_threshold and not strict
-    ):
+    if _worse(z_threshold, pass_bound, higher_is_worse) or (pass_bound == z_threshold and not strict):
         status = Status.PASS
     elif _worse(fail_bound, z_threshold, higher_is_worse) or (fail_bound == z_threshold and strict):
         status = Status.FAIL

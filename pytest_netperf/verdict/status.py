@@ -38,7 +38,7 @@ class Status(str, Enum):
         return WORST_FIRST.index(self)
 
     @classmethod
-    def parse(cls, value: object) -> "Status":
+    def parse(cls, value: object) -> Status:
         """``Status`` from a member or its name (any case); ValueError otherwise."""
         if isinstance(value, Status):
             return value

@@ -12,8 +12,8 @@ from docker import DockerClient
 
 from pytest_netperf.drivers.base import CommandRunner
 from pytest_netperf.errors import NetperfError
-from pytest_netperf.runtime import labels as L
 from pytest_netperf.images.inputs import driver_binary
+from pytest_netperf.runtime import labels as L
 
 #: A tiny bounded load: 2 connections, 0.2 s warmup, 0.5 s measured.
 SHORT_LOAD = ["-c", "2", "-w", "200ms", "-d", "500ms", "--timeout", "2s", "--json"]

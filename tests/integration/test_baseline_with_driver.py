@@ -18,15 +18,13 @@ from pathlib import Path
 import pytest
 from hdrh.histogram import HdrHistogram
 
+from pytest_netperf.baseline.fingerprint import machine_fingerprint
 from pytest_netperf.baseline.store import Baseline, BaselineStore, SeriesRecord
 from pytest_netperf.cli.main import main
-from pytest_netperf.baseline.fingerprint import machine_fingerprint
-from pytest_netperf.report.plots import plot_rounds
 from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.report.plots import plot_rounds
 
-REPO_DRIVER = (
-    Path(__file__).resolve().parents[2] / "driver" / "target" / "release" / "netperf-driver"
-)
+REPO_DRIVER = Path(__file__).resolve().parents[2] / "driver" / "target" / "release" / "netperf-driver"
 TEST_ID = "tests/integration/test_x.py::test_echo[rate200]"
 
 
@@ -49,9 +47,7 @@ def _driver_binary() -> Path | None:
 def driver() -> Path:
     binary = _driver_binary()
     if binary is None:
-        pytest.skip(
-            "no netperf-driver with the echo subcommand (build: cargo build --release in driver/)"
-        )
+        pytest.skip("no netperf-driver with the echo subcommand (build: cargo build --release in driver/)")
     return binary
 
 
@@ -103,9 +99,7 @@ def rounds(driver: Path, echo_url: str) -> list[RoundResult]:
     return [measure(driver, echo_url) for _ in range(3)]
 
 
-def test_real_rounds_survive_a_baseline_round_trip(
-    rounds: list[RoundResult], tmp_path: Path
-) -> None:
+def test_real_rounds_survive_a_baseline_round_trip(rounds: list[RoundResult], tmp_path: Path) -> None:
     store = BaselineStore(tmp_path / ".netperf")
     series = {"candidate": SeriesRecord(rounds, "200 rps open 0.4s (+0.1s warmup)", "rust", "host")}
     store.save_pending(Baseline.new(TEST_ID, series, machine_fingerprint({"echo": "sha256:local"})))

@@ -70,11 +70,24 @@ def _child(tmp_path: Path, body: str, env: dict[str, str] | None = None) -> tupl
     test_file = tmp_path / "test_child.py"
     test_file.write_text(f"MARKER = {str(marker)!r}\n" + body)
     log = tmp_path / "child.log"
-    argv = [sys.executable, "-m", "pytest", "-p", "no:netperf", "-p", "pytest_netperf.plugin.docker_fixtures",
-            "-p", "no:cacheprovider", "-rs", "-q", str(test_file)]
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:netperf",
+        "-p",
+        "pytest_netperf.plugin.docker_fixtures",
+        "-p",
+        "no:cacheprovider",
+        "-rs",
+        "-q",
+        str(test_file),
+    ]
     with open(log, "w") as out:
-        process = subprocess.Popen(argv, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT,
-                                   env={**os.environ, **(env or {})})
+        process = subprocess.Popen(
+            argv, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
     return process, marker, log
 
 
@@ -126,8 +139,9 @@ def test_session_end_removes_everything(tmp_path: Path, client: DockerClient) ->
             clean_session(info["session"], client)
 
 
-def test_crashed_session_leftovers_go_at_next_start(tmp_path: Path, client: DockerClient,
-                                                     netperf_docker: DockerRuntime) -> None:
+def test_crashed_session_leftovers_go_at_next_start(
+    tmp_path: Path, client: DockerClient, netperf_docker: DockerRuntime
+) -> None:
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     ghost = f"ghost{uuid.uuid4().hex[:8]}"
@@ -135,9 +149,14 @@ def test_crashed_session_leftovers_go_at_next_start(tmp_path: Path, client: Dock
     labels = L.resource_labels(ghost, "crashed", network, pid=dead.pid)
     try:
         client.networks.create(network, driver="bridge", labels=labels)
-        client.containers.run(netperf_docker.image_for("echo"),
-                              ["netperf-driver", "echo", "--listen", "0.0.0.0:8080", "--id", "ghost"],
-                              network=network, labels=labels, detach=True, name=f"{network}-echo")
+        client.containers.run(
+            netperf_docker.image_for("echo"),
+            ["netperf-driver", "echo", "--listen", "0.0.0.0:8080", "--id", "ghost"],
+            network=network,
+            labels=labels,
+            detach=True,
+            name=f"{network}-echo",
+        )
         assert len(session_leftovers(client, ghost)) == 2
         process, _, log = _child(tmp_path, STARTING_TEST)
         try:
@@ -153,8 +172,7 @@ def test_failed_startup_attaches_logs_and_removes_everything(netperf_docker: Doc
     """HAProxy refuses a maxconn no open-files limit can satisfy; the error shows its log."""
     topology = Topology(
         "doomed",
-        (Node("echo", "echo", 8080),
-         Node("lb", "haproxy", 8000, upstreams=("echo",), params={"maxconn": 600_000_000})),
+        (Node("echo", "echo", 8080), Node("lb", "haproxy", 8000, upstreams=("echo",), params={"maxconn": 600_000_000})),
         (Target("lb", "lb", 8000),),
     )
     with pytest.raises(TopologyStartError) as failure:

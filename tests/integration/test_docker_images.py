@@ -6,7 +6,6 @@ import pytest
 from docker import DockerClient
 
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
-from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.images.layers import LABEL_INPUTS, image_id
 from pytest_netperf.images.resolve import (
     BASE_IMAGE,
@@ -17,6 +16,7 @@ from pytest_netperf.images.resolve import (
     image_report,
     resolve_image,
 )
+from pytest_netperf.runtime.client import docker_client
 
 pytestmark = pytest.mark.docker
 
@@ -54,14 +54,18 @@ def test_local_images_carry_their_input_hash(client: DockerClient, local_images:
     assert all(hashes.values()) and len(set(hashes.values())) == len(hashes)
 
 
-@pytest.mark.parametrize("role, argv, expected", [
-    ("nginx", ["nginx", "-v"], "nginx version"),
-    ("haproxy", ["haproxy", "-v"], "HAProxy version"),
-    ("envoy", ["envoy", "--version"], "envoy  version"),
-    ("echo", ["netperf-driver", "echo", "--help"], "x-netperf-echo"),
-])
-def test_each_role_image_has_its_tool_on_path(client: DockerClient, local_images: dict[str, str],
-                                             role: str, argv: list[str], expected: str) -> None:
+@pytest.mark.parametrize(
+    "role, argv, expected",
+    [
+        ("nginx", ["nginx", "-v"], "nginx version"),
+        ("haproxy", ["haproxy", "-v"], "HAProxy version"),
+        ("envoy", ["envoy", "--version"], "envoy  version"),
+        ("echo", ["netperf-driver", "echo", "--help"], "x-netperf-echo"),
+    ],
+)
+def test_each_role_image_has_its_tool_on_path(
+    client: DockerClient, local_images: dict[str, str], role: str, argv: list[str], expected: str
+) -> None:
     output = client.containers.run(local_images[role], argv, remove=True, stdout=True, stderr=True)
     assert expected in output.decode()
 
@@ -87,9 +91,11 @@ def test_kong_is_never_substituted(client: DockerClient, monkeypatch: pytest.Mon
 def test_absent_override_is_named_and_not_pulled(client: DockerClient, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NETPERF_PULL", raising=False)
     monkeypatch.setenv("NETPERF_IMAGE_HAPROXY", "pytest-netperf/absent:never")
-    with pytest.raises(ImageMissingError, match=r"pytest-netperf/absent:never \(set for role 'haproxy' "
-                                                r"by NETPERF_IMAGE_HAPROXY\) is not present"):
+    with pytest.raises(
+        ImageMissingError,
+        match=r"pytest-netperf/absent:never \(set for role 'haproxy' "
+        r"by NETPERF_IMAGE_HAPROXY\) is not present",
+    ):
         resolve_image("haproxy", client=client)
     with pytest.raises(ImageMissingError, match="by option/ini"):
         resolve_image("nginx", {"nginx": "pytest-netperf/absent:never"}, client=client)
-

@@ -38,8 +38,7 @@ def test_echo_answers_directly_from_the_host(echo_topology: RunningTopology) -> 
 
 @pytest.mark.parametrize("echo_topology", [3], indirect=True)
 def test_echo_replicas_each_answer_with_their_name(echo_topology: RunningTopology) -> None:
-    names = {get(f"http://{echo_topology.ip(n)}:8080/")[1]["x-netperf-echo"]
-             for n in ("echo-1", "echo-2", "echo-3")}
+    names = {get(f"http://{echo_topology.ip(n)}:8080/")[1]["x-netperf-echo"] for n in ("echo-1", "echo-2", "echo-3")}
     assert names == {"echo-1", "echo-2", "echo-3"}
     assert len({echo_topology.ip(n) for n in ("echo-1", "echo-2", "echo-3")}) == 3
 
@@ -93,7 +92,10 @@ def test_dns_target_runs_the_client_in_the_network(access_modes: RunningTopology
     endpoint = access_modes.endpoint("dns")
     assert endpoint.url == "http://echo-1:8080/"
     assert endpoint.runner is not None and endpoint.where == f"container on {access_modes.network}"
-    request = "exec 3<>/dev/tcp/echo-1/8080; printf 'GET / HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n' >&3; cat <&3"
+    request = (
+        "exec 3<>/dev/tcp/echo-1/8080; "
+        "printf 'GET / HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n' >&3; cat <&3"
+    )
     outcome = endpoint.runner.run(["bash", "-c", request], timeout_s=20)
     assert outcome.returncode == 0, outcome.stderr
     assert "x-netperf-echo: echo-1" in outcome.stdout.lower()
@@ -105,6 +107,7 @@ def test_factory_tears_down_what_it_started(netperf_docker: DockerRuntime, netpe
     running = netperf_topology(builders.echo_topology(replicas=2))
     assert get(running.endpoint("direct").url)[0] == 200
     running.down()
-    left = [name for name in session_leftovers(netperf_docker.client, netperf_docker.session_id)
-            if running.network in name]
+    left = [
+        name for name in session_leftovers(netperf_docker.client, netperf_docker.session_id) if running.network in name
+    ]
     assert not left

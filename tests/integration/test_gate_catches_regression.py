@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
-from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.images.resolve import resolve_image
+from pytest_netperf.runtime.client import docker_client
 
 pytestmark = pytest.mark.docker
 
@@ -36,8 +36,15 @@ def test_nginx_gateway(netperf, netperf_topology):
     netperf.measure(gateway.endpoint("gateway"), connections=32)
 """
 
-RUN = ["--netperf-rounds=5", "--netperf-max-rounds=10", "--netperf-duration=1", "--netperf-warmup=0.5",
-       "-p", "no:cacheprovider", "-rA"]
+RUN = [
+    "--netperf-rounds=5",
+    "--netperf-max-rounds=10",
+    "--netperf-duration=1",
+    "--netperf-warmup=0.5",
+    "-p",
+    "no:cacheprovider",
+    "-rA",
+]
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -55,9 +55,7 @@ def echo_url() -> Iterator[str]:
     try:
         line = server.stdout.readline().strip() if server.stdout else ""
         if not line.startswith("listening on "):
-            pytest.fail(
-                f"echo server did not start: {line!r} {server.stderr.read() if server.stderr else ''}"
-            )
+            pytest.fail(f"echo server did not start: {line!r} {server.stderr.read() if server.stderr else ''}")
         yield f"http://{line.split()[-1]}"
     finally:
         server.terminate()
@@ -94,9 +92,7 @@ def test_closed_loop_default_user(echo_url: str) -> None:
     assert result.duration_s == pytest.approx(1.5, abs=0.1)
     assert result.achieved_rps == pytest.approx(result.requests / result.duration_s)
     assert decode_histogram(result.latency.histogram).get_total_count() == result.ok == result.latency.count
-    assert (
-        0 < result.latency.min_ns <= result.latency.p50_ns <= result.latency.p99_ns <= result.latency.max_ns
-    )
+    assert 0 < result.latency.min_ns <= result.latency.p50_ns <= result.latency.p99_ns <= result.latency.max_ns
     assert result.sockets_opened == 2 and result.reconnects == 0
     assert result.client.threads == 1 and result.client.cpu_user_s > 0
     assert sum(interval.requests for interval in result.intervals) <= result.requests
@@ -230,9 +226,7 @@ def test_unknown_user_class_lists_the_classes(tmp_path: Path) -> None:
         "class Beta(HttpUser):\n    @task\n    def b(self): pass\n"
     )
     driver = LocustDriver(locustfile=flows, user_class="Gamma")
-    with pytest.raises(
-        DriverError, match=r"user class Gamma not found in .*flows.py; classes found: Alpha, Beta"
-    ):
+    with pytest.raises(DriverError, match=r"user class Gamma not found in .*flows.py; classes found: Alpha, Beta"):
         driver.run("http://127.0.0.1:9/", LoadShape(**SHORT))
     _assert_no_leftovers(driver)
 
@@ -240,9 +234,7 @@ def test_unknown_user_class_lists_the_classes(tmp_path: Path) -> None:
 def test_worker_that_never_connects(echo_url: str) -> None:
     driver = LocustDriver(workers=1, remote_workers=1, expect_workers_timeout_s=2.0)
     started = time.monotonic()
-    with pytest.raises(
-        DriverError, match=r"only 1 of 2 Locust workers connected to the master at 127.0.0.1 within 2s"
-    ):
+    with pytest.raises(DriverError, match=r"only 1 of 2 Locust workers connected to the master at 127.0.0.1 within 2s"):
         driver.run(f"{echo_url}/", LoadShape(**SHORT))
     assert time.monotonic() - started < 20
     _assert_no_leftovers(driver)
@@ -262,9 +254,7 @@ def test_load_shape_classes_are_refused(tmp_path: Path) -> None:
 
 
 def test_locust_not_installed(tmp_path: Path) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True, timeout=120
-    )
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(tmp_path / "venv")], check=True, timeout=120)
     bare_python = str(tmp_path / "venv" / "bin" / "python")
     with pytest.raises(LocustNotInstalled, match="Locust is not installed") as raised:
         LocustDriver(python=bare_python).run("http://127.0.0.1:9/", LoadShape(**SHORT))
@@ -274,14 +264,13 @@ def test_locust_not_installed(tmp_path: Path) -> None:
 def test_process_groups_kill_forked_children_when_the_block_fails(tmp_path: Path) -> None:
     child_pid_file = tmp_path / "child.pid"
     script = f"sleep 60 & echo $! > {child_pid_file}; wait"
-    with pytest.raises(RuntimeError):
-        with ProcessGroups(tmp_path, grace_s=1.0) as groups:
-            leader = groups.start("forker", ["sh", "-c", script])
-            deadline = time.monotonic() + 5
-            while not child_pid_file.exists() or not child_pid_file.read_text().strip():
-                assert time.monotonic() < deadline
-                time.sleep(0.02)
-            raise RuntimeError("the round failed halfway")
+    with pytest.raises(RuntimeError), ProcessGroups(tmp_path, grace_s=1.0) as groups:
+        leader = groups.start("forker", ["sh", "-c", script])
+        deadline = time.monotonic() + 5
+        while not child_pid_file.exists() or not child_pid_file.read_text().strip():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        raise RuntimeError("the round failed halfway")
     child_pid = int(child_pid_file.read_text())
     assert leader.poll() is not None
     time.sleep(0.1)  # the orphaned child is reaped by init
@@ -313,7 +302,7 @@ def test_no_locust_process_survives_an_interrupted_test_run(echo_url: str, signu
         time.sleep(1.0)  # let them get past start-up
         child.send_signal(signum)
         child.wait(timeout=20)
-        gone, alive = psutil.wait_procs(locusts, timeout=10)
+        _gone, alive = psutil.wait_procs(locusts, timeout=10)
         assert alive == [], f"left behind: {[p.pid for p in alive]}"
         for workdir in workdirs:  # SIGTERM skips the driver's temporary-directory cleanup
             shutil.rmtree(workdir, ignore_errors=True)

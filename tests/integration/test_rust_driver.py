@@ -84,7 +84,9 @@ def test_refused_port_is_a_driver_error(driver: RustDriver) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    with pytest.raises(DriverError, match=rf"could not reach the target \(exit 3\): .*cannot connect to 127.0.0.1:{port}"):
+    with pytest.raises(
+        DriverError, match=rf"could not reach the target \(exit 3\): .*cannot connect to 127.0.0.1:{port}"
+    ):
         driver.run(f"http://127.0.0.1:{port}/", LoadShape(duration_s=1))
 
 
@@ -175,8 +177,9 @@ def test_open_loop_overload_of_the_client_invalidates_the_round(echo: LocalEchoS
 
 
 def test_slow_target_queue_timeouts_are_target_errors(echo: LocalEchoServer, driver: RustDriver) -> None:
-    shape = LoadShape(connections=2, threads=1, rate=500, duration_s=0.6, warmup_s=0.1, timeout_s=0.3,
-                      extra={"max_lag": "50ms"})
+    shape = LoadShape(
+        connections=2, threads=1, rate=500, duration_s=0.6, warmup_s=0.1, timeout_s=0.3, extra={"max_lag": "50ms"}
+    )
     result = driver.run(echo.url + "/?delay=20ms", shape)
     assert result.valid, result.client.saturation_reasons
     assert result.errors.get("queue_timeout", 0) > 0

@@ -7,9 +7,6 @@ invalid measurements. Each run is kept short: 3 rounds of 0.5 s.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -26,8 +23,15 @@ except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
 # These tests are about the plugin, not the driver's accuracy: a machine hiccup that delays
 # the driver's sends by more than 5 ms must not turn them INVALID, so the lag bound is wide
 # (the saturation test sets its own).
-FAST = ["--netperf-rounds=3", "--netperf-max-rounds=3", "--netperf-duration=0.5", "--netperf-warmup=0.2",
-        "--netperf-max-lag=100", "-p", "no:cacheprovider"]
+FAST = [
+    "--netperf-rounds=3",
+    "--netperf-max-rounds=3",
+    "--netperf-duration=0.5",
+    "--netperf-warmup=0.2",
+    "--netperf-max-lag=100",
+    "-p",
+    "no:cacheprovider",
+]
 
 LATENCY_GATE = """
 import os
@@ -49,7 +53,9 @@ def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(*FAST, *args)
 
 
-def test_baseline_lifecycle_new_update_compare_regress(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_baseline_lifecycle_new_update_compare_regress(
+    pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_gate=LATENCY_GATE)
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
 
@@ -82,7 +88,9 @@ def test_baseline_lifecycle_new_update_compare_regress(pytester: pytest.Pytester
     assert after.ret == 0
 
 
-def test_same_run_reference_comparison_detects_added_latency(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_same_run_reference_comparison_detects_added_latency(
+    pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(
         test_cmp="""
         import os
@@ -107,7 +115,9 @@ def test_same_run_reference_comparison_detects_added_latency(pytester: pytest.Py
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_reports_json_markdown_junit_and_step_summary(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_reports_json_markdown_junit_and_step_summary(
+    pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_gate=LATENCY_GATE)
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
     summary = pytester.path / "step-summary.md"
@@ -133,7 +143,9 @@ def test_reports_json_markdown_junit_and_step_summary(pytester: pytest.Pytester,
     assert list((pytester.path / "out/plots").glob("*.png"))
 
 
-def test_xdist_workers_write_baselines_without_loss(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_xdist_workers_write_baselines_without_loss(
+    pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("xdist")
     pytester.makepyfile(
         test_many="""
@@ -172,7 +184,9 @@ def test_unreachable_target_is_invalid_not_a_verdict(pytester: pytest.Pytester) 
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_saturated_driver_invalidates_the_measurement(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_saturated_driver_invalidates_the_measurement(
+    pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A driver thread asked for far more than it can send (a million requests/s) is pegged
     over the window and flags itself saturated: INVALID, not a verdict."""
     pytester.makepyfile(
@@ -192,7 +206,9 @@ def test_saturated_driver_invalidates_the_measurement(pytester: pytest.Pytester,
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
-def test_http_errors_fail_the_implicit_budget(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_http_errors_fail_the_implicit_budget(
+    pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(
         """
         import os
@@ -214,7 +230,9 @@ def test_http_errors_fail_the_implicit_budget(pytester: pytest.Pytester, echo: L
     result.stdout.fnmatch_lines(["*HTTP 503*"])
 
 
-def test_corrupt_baseline_names_the_file(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_corrupt_baseline_names_the_file(
+    pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(test_gate=LATENCY_GATE)
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
     assert _run(pytester, "--netperf-update-baseline").ret == 0

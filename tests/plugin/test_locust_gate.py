@@ -20,7 +20,14 @@ try:
 except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
     pytest.skip(f"netperf-driver (echo server) is not installed: {exc}", allow_module_level=True)
 
-FAST = ["--netperf-rounds=2", "--netperf-max-rounds=2", "--netperf-duration=1", "--netperf-warmup=0.5", "-p", "no:cacheprovider"]
+FAST = [
+    "--netperf-rounds=2",
+    "--netperf-max-rounds=2",
+    "--netperf-duration=1",
+    "--netperf-warmup=0.5",
+    "-p",
+    "no:cacheprovider",
+]
 
 
 @pytest.fixture(scope="module")
@@ -29,7 +36,9 @@ def echo() -> Iterator[LocalEchoServer]:
         yield server
 
 
-def test_locust_driver_feeds_the_same_budgets_and_reports(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_locust_driver_feeds_the_same_budgets_and_reports(
+    pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(
         """
         import os
@@ -51,7 +60,9 @@ def test_locust_driver_feeds_the_same_budgets_and_reports(pytester: pytest.Pytes
         assert result.ret == 0, result.stdout.str()[-2000:]
 
 
-def test_locust_bad_user_class_is_a_clear_error(pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_locust_bad_user_class_is_a_clear_error(
+    pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytester.makepyfile(
         flows="""
         from locust import FastHttpUser, task

@@ -77,11 +77,6 @@ def make_round(
     )
 
 
-def make_rounds(
-    n: int, rps: float = 10_000.0, median_ns: float = 500_000.0, seed: int = 1
-) -> list[RoundResult]:
+def make_rounds(n: int, rps: float = 10_000.0, median_ns: float = 500_000.0, seed: int = 1) -> list[RoundResult]:
     """``n`` rounds with slightly different throughput and latency."""
-    return [
-        make_round(rps=rps * (1 + 0.01 * (i % 3 - 1)), median_ns=median_ns, seed=seed + i)
-        for i in range(n)
-    ]
+    return [make_round(rps=rps * (1 + 0.01 * (i % 3 - 1)), median_ns=median_ns, seed=seed + i) for i in range(n)]

@@ -16,6 +16,11 @@ from hdrh.histogram import HdrHistogram
 from netperf_rounds import make_round, make_rounds
 
 from pytest_netperf import __version__
+from pytest_netperf.baseline.fingerprint import (
+    compare_fingerprints,
+    cpu_model,
+    machine_fingerprint,
+)
 from pytest_netperf.baseline.store import (
     FORMAT_VERSION,
     Baseline,
@@ -25,11 +30,6 @@ from pytest_netperf.baseline.store import (
     safe_name,
 )
 from pytest_netperf.errors import BaselineError
-from pytest_netperf.baseline.fingerprint import (
-    compare_fingerprints,
-    cpu_model,
-    machine_fingerprint,
-)
 
 TEST_ID = "tests/test_gw.py::test_overhead[kong-c100]"
 FINGERPRINT = {
@@ -47,9 +47,7 @@ FINGERPRINT = {
 def make_baseline(test_id: str = TEST_ID, rps: float = 10_000.0, rounds: int = 3) -> Baseline:
     series = {
         "candidate": SeriesRecord(make_rounds(rounds, rps=rps), "c=100 closed 5s", "rust", "host"),
-        "reference": SeriesRecord(
-            make_rounds(rounds, rps=rps * 1.1, seed=7), "c=100 closed 5s", "rust", "host"
-        ),
+        "reference": SeriesRecord(make_rounds(rounds, rps=rps * 1.1, seed=7), "c=100 closed 5s", "rust", "host"),
     }
     return Baseline.new(test_id, series, fingerprint=FINGERPRINT)
 
@@ -143,9 +141,7 @@ def test_per_round_lists_are_one_line_and_test_ids_stay_verbatim(tmp_path: Path)
     assert json.loads(text)["test_id"] == test_id
 
 
-def test_git_commit_is_recorded_inside_a_repo_and_none_outside(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_git_commit_is_recorded_inside_a_repo_and_none_outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
@@ -164,18 +160,14 @@ def test_git_commit_is_recorded_inside_a_repo_and_none_outside(
         "commit.gpgsign=false",
     ]
     subprocess.run([*git, "init", "-q"], cwd=repo, check=True, env=env)
-    subprocess.run(
-        [*git, "commit", "-q", "--allow-empty", "-m", "x"], cwd=repo, check=True, env=env
-    )
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], cwd=repo, check=True, env=env)
     head = subprocess.run(
         ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
     ).stdout.strip()
 
     assert git_commit(repo) == head
     assert git_commit(outside) is None
-    baseline = Baseline.new(
-        TEST_ID, {"candidate": SeriesRecord([make_round()])}, FINGERPRINT, repo_dir=repo
-    )
+    baseline = Baseline.new(TEST_ID, {"candidate": SeriesRecord([make_round()])}, FINGERPRINT, repo_dir=repo)
     assert baseline.git_commit == head
 
 
@@ -212,9 +204,7 @@ def test_unknown_format_version_says_what_to_do(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize(
-    "key", ["format_version", "test_id", "series", "fingerprint", "created_at"]
-)
+@pytest.mark.parametrize("key", ["format_version", "test_id", "series", "fingerprint", "created_at"])
 def test_missing_key_is_named(tmp_path: Path, key: str) -> None:
     doc = make_baseline().to_dict()
     del doc[key]
@@ -233,7 +223,7 @@ def test_broken_round_names_series_and_index(tmp_path: Path) -> None:
 
 def test_file_of_another_test_is_rejected(tmp_path: Path) -> None:
     store, _ = write(tmp_path, make_baseline(test_id="tests/other.py::test_x").to_dict())
-    with pytest.raises(BaselineError, match="holds test id 'tests/other.py::test_x'"):
+    with pytest.raises(BaselineError, match=r"holds test id 'tests/other.py::test_x'"):
         store.load(TEST_ID)
 
 
@@ -262,7 +252,7 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", failing_fsync)
-    with pytest.raises(BaselineError, match="cannot write .*No space left"):
+    with pytest.raises(BaselineError, match=r"cannot write .*No space left"):
         store.save(make_baseline(rps=2000.0))
     monkeypatch.undo()
     assert path.read_bytes() == before
@@ -280,9 +270,7 @@ def _writer(directory: str, worker: int, writes: int) -> None:
 def test_concurrent_writers_never_leave_a_torn_file(tmp_path: Path) -> None:
     workers, writes = 3, 8
     context = multiprocessing.get_context("fork")
-    procs = [
-        context.Process(target=_writer, args=(str(tmp_path), w, writes)) for w in range(workers)
-    ]
+    procs = [context.Process(target=_writer, args=(str(tmp_path), w, writes)) for w in range(workers)]
     for p in procs:
         p.start()
     store = BaselineStore(tmp_path)
@@ -338,7 +326,7 @@ def test_promote_named_and_all(tmp_path: Path) -> None:
 
 def test_promote_of_a_test_without_pending_results_fails(tmp_path: Path) -> None:
     store = BaselineStore(tmp_path)
-    with pytest.raises(BaselineError, match="no pending results for 'tests/x.py::test_x'"):
+    with pytest.raises(BaselineError, match=r"no pending results for 'tests/x.py::test_x'"):
         store.promote_pending(["tests/x.py::test_x"])
     assert store.promote_pending(None) == []
 
@@ -362,7 +350,7 @@ def test_prune_removes_nothing_when_a_file_is_unreadable(tmp_path: Path) -> None
     store = BaselineStore(tmp_path)
     stale = store.save(make_baseline(test_id="tests/old.py::test_removed"))
     (tmp_path / "broken.json").write_text("{")
-    with pytest.raises(BaselineError, match="broken.json: corrupt JSON"):
+    with pytest.raises(BaselineError, match=r"broken.json: corrupt JSON"):
         store.prune([TEST_ID])
     assert stale.exists()
 
@@ -411,13 +399,11 @@ def test_machine_fingerprint_describes_this_machine() -> None:
 def test_cpu_model_reads_x86_and_arm_cpuinfo(tmp_path: Path) -> None:
     x86 = tmp_path / "x86"
     x86.write_text(
-        "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel\t\t: 85\n"
-        "model name\t: Intel(R)  Xeon(R) CPU @ 2.20GHz\n"
+        "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel\t\t: 85\nmodel name\t: Intel(R)  Xeon(R) CPU @ 2.20GHz\n"
     )
     arm = tmp_path / "arm"
     arm.write_text(
-        "processor\t: 0\nBogoMIPS\t: 108.00\n\n"
-        "Hardware\t: BCM2835\nModel\t\t: Raspberry Pi 4 Model B Rev 1.4\n"
+        "processor\t: 0\nBogoMIPS\t: 108.00\n\nHardware\t: BCM2835\nModel\t\t: Raspberry Pi 4 Model B Rev 1.4\n"
     )
     assert cpu_model(x86) == "Intel(R) Xeon(R) CPU @ 2.20GHz"
     assert cpu_model(arm) == "Raspberry Pi 4 Model B Rev 1.4"

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from pytest_netperf.errors import BaselineError
+from pytest_netperf.measure.results import LatencySummary, RoundResult
 from pytest_netperf.verdict.calibration import (
     NOISE_FILE_NAME,
     MetricNoise,
@@ -23,8 +25,6 @@ from pytest_netperf.verdict.calibration import (
     rounds_needed,
     save_noise,
 )
-from pytest_netperf.errors import BaselineError
-from pytest_netperf.measure.results import LatencySummary, RoundResult
 from pytest_netperf.verdict.stats import Status, evaluate
 
 MS = 1e6
@@ -77,9 +77,7 @@ def round_result(rps: float, p90_ns: float) -> RoundResult:
 
 def test_estimate_recovers_known_noise() -> None:
     a, b = aa_rounds(np.random.default_rng(1), pairs=4000, cv=0.05, drift_sd=0.10)
-    noise = estimate_noise(
-        a, b, fingerprint={"cpu": "test"}, measured_at="2024-01-01T00:00:00+00:00"
-    )
+    noise = estimate_noise(a, b, fingerprint={"cpu": "test"}, measured_at="2024-01-01T00:00:00+00:00")
     rps = noise.for_metric("rps")
     assert rps is not None and rps.n == 4000 and noise.n == 4000
     assert rps.pair_cv == pytest.approx(math.sqrt(2) * 0.05, rel=0.05)  # drift cancels
@@ -120,17 +118,14 @@ def test_detectable_effect_has_the_promised_power() -> None:
     log_ratio = -math.log1p(mde) + rng.normal(0.0, noise.pair_cv, (gates, rounds))
     ref = np.full(rounds, 10_000.0)
     fails = sum(
-        evaluate("rps >= 1.0x reference", ref * np.exp(log_ratio[g]), ref).status is Status.FAIL
-        for g in range(gates)
+        evaluate("rps >= 1.0x reference", ref * np.exp(log_ratio[g]), ref).status is Status.FAIL for g in range(gates)
     )
     low, high = scipy_stats.binom.ppf([0.001, 0.999], gates, 0.8)
     assert low <= fails <= high, f"{fails}/{gates} detected at the MDE {mde:.2%}"
 
 
 def test_detectable_effect_shrinks_with_rounds_and_grows_unpaired() -> None:
-    noise = MetricNoise(
-        pair_cv=0.04, round_cv=0.10, diff_sd=0.2 * MS, round_sd=0.5 * MS, mean=5 * MS, n=10
-    )
+    noise = MetricNoise(pair_cv=0.04, round_cv=0.10, diff_sd=0.2 * MS, round_sd=0.5 * MS, mean=5 * MS, n=10)
     paired = [min_detectable_effect(noise, n) for n in (5, 10, 15)]
     assert paired[0] > paired[1] > paired[2] > 0
     assert min_detectable_effect(noise, 10, comparison="baseline") > paired[1]
@@ -156,12 +151,8 @@ def test_rounds_needed_is_the_first_count_that_resolves_the_effect() -> None:
 @pytest.fixture
 def noise_floor() -> NoiseFloor:
     metrics = {
-        "rps": MetricNoise(
-            pair_cv=0.05, round_cv=0.07, diff_sd=500.0, round_sd=700.0, mean=1e4, n=10
-        ),
-        "p90": MetricNoise(
-            pair_cv=0.06, round_cv=0.08, diff_sd=0.3 * MS, round_sd=0.4 * MS, mean=5 * MS, n=10
-        ),
+        "rps": MetricNoise(pair_cv=0.05, round_cv=0.07, diff_sd=500.0, round_sd=700.0, mean=1e4, n=10),
+        "p90": MetricNoise(pair_cv=0.06, round_cv=0.08, diff_sd=0.3 * MS, round_sd=0.4 * MS, mean=5 * MS, n=10),
     }
     return NoiseFloor(metrics, 10, "2024-01-01T00:00:00+00:00", {"cpu": "test", "cores": 2})
 
@@ -194,10 +185,7 @@ def test_the_warning_threshold_matches_the_detectable_effect(noise_floor: NoiseF
     just_inside = 1.0 - 1.0 / (1.0 + mde * 0.98)
     just_outside = 1.0 - 1.0 / (1.0 + mde * 1.02)
     assert check_budget_against_noise(f"rps_loss <= {just_inside * 100:.4f}%", noise_floor, 10)
-    assert (
-        check_budget_against_noise(f"rps_loss <= {just_outside * 100:.4f}%", noise_floor, 10)
-        is None
-    )
+    assert check_budget_against_noise(f"rps_loss <= {just_outside * 100:.4f}%", noise_floor, 10) is None
 
 
 def test_save_and_load_round_trip(tmp_path: Path, noise_floor: NoiseFloor) -> None:

@@ -26,13 +26,9 @@ FINGERPRINT = {
 }
 
 
-def baseline(
-    test_id: str, rps: float = 10_000.0, median_ns: float = 500_000.0, **fingerprint: object
-) -> Baseline:
+def baseline(test_id: str, rps: float = 10_000.0, median_ns: float = 500_000.0, **fingerprint: object) -> Baseline:
     series = {
-        "candidate": SeriesRecord(
-            make_rounds(5, rps=rps, median_ns=median_ns), "c=100 closed 5s", "rust", "host"
-        )
+        "candidate": SeriesRecord(make_rounds(5, rps=rps, median_ns=median_ns), "c=100 closed 5s", "rust", "host")
     }
     return Baseline.new(test_id, series, fingerprint={**FINGERPRINT, **fingerprint})
 
@@ -42,9 +38,7 @@ def store(tmp_path: Path) -> BaselineStore:
     return BaselineStore(tmp_path / ".netperf")
 
 
-def run(
-    capsys: pytest.CaptureFixture[str], store: BaselineStore, *args: str
-) -> tuple[int, str, str]:
+def run(capsys: pytest.CaptureFixture[str], store: BaselineStore, *args: str) -> tuple[int, str, str]:
     code = main([*args, "--dir", str(store.directory)])
     out, err = capsys.readouterr()
     return code, out, err
@@ -69,9 +63,7 @@ def test_usage_errors_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]
     assert "usage: netperf" in capsys.readouterr().err
 
 
-def test_update_needs_ids_or_all_but_not_both(
-    store: BaselineStore, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_update_needs_ids_or_all_but_not_both(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
     assert run(capsys, store, "baseline", "update")[0] == 2
     code, _, err = run(capsys, store, "baseline", "update", GW, "--all")
     assert code == 2 and "not both" in err
@@ -95,9 +87,7 @@ def test_show_without_baselines(store: BaselineStore, capsys: pytest.CaptureFixt
     assert code == 0 and out.strip() == f"no baselines in {store.directory}"
 
 
-def test_show_lists_baselines_with_medians(
-    store: BaselineStore, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_show_lists_baselines_with_medians(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
     store.save(baseline(GW, rps=12_000.0, median_ns=800_000.0))
     store.save(baseline(MODES))
     code, out, _ = run(capsys, store, "baseline", "show")
@@ -110,9 +100,7 @@ def test_show_lists_baselines_with_medians(
     assert lines[-1].startswith("2 baseline(s) in")
 
 
-def test_show_filters_by_exact_id_and_glob(
-    store: BaselineStore, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_show_filters_by_exact_id_and_glob(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
     store.save(baseline(GW))
     store.save(baseline(MODES))
     _, out, _ = run(capsys, store, "baseline", "show", GW)  # brackets are not a glob here
@@ -123,9 +111,7 @@ def test_show_filters_by_exact_id_and_glob(
     assert code == 0 and "no baselines matching 'nothing*'" in out
 
 
-def test_show_reports_a_corrupt_file_and_exits_1(
-    store: BaselineStore, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_show_reports_a_corrupt_file_and_exits_1(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
     store.save(baseline(GW))
     broken = store.directory / "broken.json"
     broken.write_text('{"format_version": 9}')
@@ -136,9 +122,7 @@ def test_show_reports_a_corrupt_file_and_exits_1(
 
 
 # ------------------------------------------------------------------ diff
-def test_diff_shows_ratios_and_machine_differences(
-    store: BaselineStore, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_diff_shows_ratios_and_machine_differences(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
     store.save(baseline(GW, rps=10_000.0, median_ns=500_000.0))
     store.save_pending(baseline(GW, rps=9_000.0, median_ns=600_000.0, kernel="6.1.0-21-amd64"))
     store.save_pending(baseline(MODES))
@@ -153,9 +137,7 @@ def test_diff_shows_ratios_and_machine_differences(
     assert f"{MODES}\n  NEW: no stored baseline" in out
 
 
-def test_diff_flags_errors_that_appeared(
-    store: BaselineStore, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_diff_flags_errors_that_appeared(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
     store.save(baseline(GW))
     errors = [make_round(errors=500, seed=i) for i in range(5)]
     store.save_pending(Baseline.new(GW, {"candidate": SeriesRecord(errors)}, FINGERPRINT))
@@ -164,17 +146,13 @@ def test_diff_flags_errors_that_appeared(
     assert code == 0 and " 0% " in line and " 1% " in line and "from 0 (worse)" in line
 
 
-def test_diff_without_pending_results(
-    store: BaselineStore, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_diff_without_pending_results(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
     store.save(baseline(GW))
     code, out, _ = run(capsys, store, "baseline", "diff")
     assert code == 0 and "no pending results" in out
 
 
-def test_diff_with_a_corrupt_pending_file_exits_1(
-    store: BaselineStore, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_diff_with_a_corrupt_pending_file_exits_1(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
     store.save_pending(baseline(GW))
     (store.pending_directory / "x.json").write_text("not json")
     code, out, err = run(capsys, store, "baseline", "diff")
@@ -182,9 +160,7 @@ def test_diff_with_a_corrupt_pending_file_exits_1(
 
 
 # ------------------------------------------------------------------ update
-def test_update_promotes_named_and_all(
-    store: BaselineStore, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_update_promotes_named_and_all(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
     store.save_pending(baseline(GW))
     store.save_pending(baseline(MODES))
     code, out, _ = run(capsys, store, "baseline", "update", GW)
@@ -195,9 +171,7 @@ def test_update_promotes_named_and_all(
     assert store.load(MODES) is not None
 
 
-def test_update_without_pending_results_exits_1(
-    store: BaselineStore, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_update_without_pending_results_exits_1(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, store, "baseline", "update", GW)
     assert code == 1 and f"no pending results for {GW!r}" in err
     code, out, _ = run(capsys, store, "baseline", "update", "--all")
@@ -205,9 +179,7 @@ def test_update_without_pending_results_exits_1(
 
 
 # ------------------------------------------------------------------ prune
-def test_prune_from_a_known_list(
-    store: BaselineStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_prune_from_a_known_list(store: BaselineStore, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     keep, gone = store.save(baseline(GW)), store.save(baseline(MODES))
     known = tmp_path / "known.txt"
     known.write_text(f"# collected tests\n{GW}\n\n")
@@ -228,9 +200,7 @@ def test_prune_refuses_an_empty_known_list(
     empty.write_text("\n# nothing\n")
     code, _, err = run(capsys, store, "baseline", "prune", "--known-from", str(empty))
     assert code == 1 and "refusing" in err and kept.exists()
-    code, _, err = run(
-        capsys, store, "baseline", "prune", "--known-from", str(tmp_path / "missing.txt")
-    )
+    code, _, err = run(capsys, store, "baseline", "prune", "--known-from", str(tmp_path / "missing.txt"))
     assert code == 1 and "missing.txt" in err
 
 
@@ -264,13 +234,9 @@ def test_prune_collects_the_netperf_tests(
     (project / "tests" / "test_gates.py").write_text(textwrap.dedent(PROJECT_TESTS))
     (project / "pytest.ini").write_text("[pytest]\ntestpaths = tests\n")
     store = BaselineStore(project / ".netperf")
-    kept = [
-        store.save(baseline(i))
-        for i in ("tests/test_gates.py::test_kept", "tests/test_gates.py::test_modes[dns]")
-    ]
+    kept = [store.save(baseline(i)) for i in ("tests/test_gates.py::test_kept", "tests/test_gates.py::test_modes[dns]")]
     gone = [
-        store.save(baseline(i))
-        for i in ("tests/test_gates.py::test_removed", "tests/test_gates.py::test_not_a_gate")
+        store.save(baseline(i)) for i in ("tests/test_gates.py::test_removed", "tests/test_gates.py::test_not_a_gate")
     ]
     monkeypatch.chdir(project)
 

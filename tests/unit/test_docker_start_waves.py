@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pytest_netperf.runtime.docker import start_waves
 from pytest_netperf import access_modes_topology, gateway_topology, sidecar_chain_topology
-from pytest_netperf.topology.render import container_specs
+from pytest_netperf.runtime.docker import start_waves
 from pytest_netperf.topology.model import Node, Target, Topology
+from pytest_netperf.topology.render import container_specs
 
 
 def _waves(topology: Topology) -> list[list[str]]:
@@ -29,10 +29,14 @@ def test_sidecars_start_after_their_pod_root() -> None:
 
 
 def test_every_node_lands_in_exactly_one_wave_after_its_needs() -> None:
-    topology = Topology("deep", (
-        Node("echo", "echo", 8080),
-        Node("inner", "nginx", 8000, upstreams=("echo",)),
-        Node("outer", "nginx", 8001, upstreams=("inner",)),
-        Node("side", "envoy", 15006, upstreams=("outer",), pod_of="outer", extra_ports=(15001,)),
-    ), (Target("t", "outer", 8001),))
+    topology = Topology(
+        "deep",
+        (
+            Node("echo", "echo", 8080),
+            Node("inner", "nginx", 8000, upstreams=("echo",)),
+            Node("outer", "nginx", 8001, upstreams=("inner",)),
+            Node("side", "envoy", 15006, upstreams=("outer",), pod_of="outer", extra_ports=(15001,)),
+        ),
+        (Target("t", "outer", 8001),),
+    )
     assert _waves(topology) == [["echo"], ["inner"], ["outer"], ["side"]]

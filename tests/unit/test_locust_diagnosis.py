@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pytest_netperf.drivers.locust import diagnosis
+
 IMPORT_TRACEBACK = """\
 [2026-01-01 10:00:00,000] vm/INFO/locust.main: Starting Locust 2.47.0
 Traceback (most recent call last):

@@ -7,9 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.drivers.locust import DEFAULT_USER_FILE, LISTENER_FILE, commands
 from pytest_netperf.drivers.locust.driver import LocustDriver
-from pytest_netperf.drivers.locust import DEFAULT_USER_FILE, LISTENER_FILE
-from pytest_netperf.drivers.locust import commands
 from pytest_netperf.errors import DriverError
 
 
@@ -20,9 +19,7 @@ def _option(argv: list[str], name: str) -> str:
 def test_single_process_default_user(tmp_path: Path) -> None:
     driver = LocustDriver()
     shape = LoadShape(connections=3, duration_s=2.0, warmup_s=0.5, headers=(("Host", "api"),))
-    argv = driver._main_argv(
-        driver._topology(), "http://127.0.0.1:9/a/b?x=1", shape, tmp_path / "o.json", 5557
-    )
+    argv = driver._main_argv(driver._topology(), "http://127.0.0.1:9/a/b?x=1", shape, tmp_path / "o.json", 5557)
     assert _option(argv, "-f") == f"{DEFAULT_USER_FILE},{LISTENER_FILE}"
     assert _option(argv, "--host") == "http://127.0.0.1:9"
     assert _option(argv, "--netperf-path") == "/a/b?x=1"

@@ -18,7 +18,7 @@ def _raised_from(outer: type[BaseException], inner: BaseException, *args: object
             raise inner
         except BaseException as cause:
             raise outer(*args) from cause
-    except BaseException as wrapped:  # noqa: BLE001 - we want the object
+    except BaseException as wrapped:
         return wrapped
 
 

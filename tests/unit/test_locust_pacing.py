@@ -33,7 +33,7 @@ def test_constant_pacing_holds_the_rate_after_the_random_phase() -> None:
     clock = ManualClock()
     wait = paced_wait_time(10.0, clock=clock, rng=random.Random(1))
     starts = _run(wait, clock, SimpleNamespace(), task_s=0.01, iterations=50)
-    gaps = [b - a for a, b in zip(starts[1:], starts[2:])]
+    gaps = [b - a for a, b in zip(starts[1:], starts[2:], strict=False)]
     assert all(gap == pytest.approx(0.1) for gap in gaps)
     assert 0.0 <= starts[1] - starts[0] - 0.01 <= 0.1  # the random initial phase
 
@@ -67,7 +67,7 @@ def test_poisson_gaps_have_the_requested_mean() -> None:
     clock = ManualClock()
     wait = paced_wait_time(50.0, arrival="poisson", clock=clock, rng=random.Random(3))
     starts = _run(wait, clock, SimpleNamespace(), task_s=0.0, iterations=4000)
-    gaps = [b - a for a, b in zip(starts[1:], starts[2:])]
+    gaps = [b - a for a, b in zip(starts[1:], starts[2:], strict=False)]
     assert statistics.mean(gaps) == pytest.approx(0.02, rel=0.05)
     assert statistics.stdev(gaps) == pytest.approx(0.02, rel=0.1)
 

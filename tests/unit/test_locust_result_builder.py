@@ -7,11 +7,11 @@ from typing import Any, Optional
 import pytest
 
 from pytest_netperf.drivers.locust.in_locust.output_document import output_document
+from pytest_netperf.drivers.locust.in_locust.window_recorder import WindowRecorder
 from pytest_netperf.drivers.locust.result_builder import (
     RunContext,
     build_round_result,
 )
-from pytest_netperf.drivers.locust.in_locust.window_recorder import WindowRecorder
 from pytest_netperf.errors import DriverError
 from pytest_netperf.measure.results import RoundResult
 
@@ -126,9 +126,7 @@ def test_busy_process_and_locust_warning_saturate() -> None:
 
 
 def test_paced_round_below_99_percent_of_the_rate_saturates() -> None:
-    ok = build_round_result(
-        _document([_part("w1", [0.2] * 10, iterations=200)], rate=100.0), _context(rate=100.0), "x"
-    )
+    ok = build_round_result(_document([_part("w1", [0.2] * 10, iterations=200)], rate=100.0), _context(rate=100.0), "x")
     assert ok.mode == "open" and ok.requested_rps == 100.0
     assert ok.client.achieved_ratio == pytest.approx(1.0) and not ok.client.saturated
     slow = build_round_result(

@@ -7,7 +7,14 @@ import re
 
 import pytest
 
-from pytest_netperf import Node, Topology, access_modes_topology, echo_topology, gateway_topology, sidecar_chain_topology
+from pytest_netperf import (
+    Node,
+    Topology,
+    access_modes_topology,
+    echo_topology,
+    gateway_topology,
+    sidecar_chain_topology,
+)
 from pytest_netperf.topology.render import container_specs, render_envoy, render_haproxy, render_kong, render_nginx
 
 
@@ -42,12 +49,14 @@ def test_haproxy_modes_and_discovery() -> None:
     topo = access_modes_topology(replicas=3)
     discovery = render_haproxy(topo, topo.node("discovery"))
     assert "resolvers docker" in discovery and "nameserver dns 127.0.0.11:53" in discovery
-    assert ("server-template echo 1-3 echo-svc:8080 check resolvers docker init-addr none"
-            in discovery)
+    assert "server-template echo 1-3 echo-svc:8080 check resolvers docker init-addr none" in discovery
     l7 = render_haproxy(topo, topo.node("l7"))
     assert "resolvers" not in l7 and "balance roundrobin" in l7
     assert [ln.split()[1] for ln in l7.splitlines() if ln.strip().startswith("server ")] == [
-        "echo-1", "echo-2", "echo-3"]
+        "echo-1",
+        "echo-2",
+        "echo-3",
+    ]
     assert "option http-keep-alive" in l7 and "add-header x-netperf-via l7" in l7
     l4 = render_haproxy(topo, topo.node("l4"))
     assert "mode tcp" in l4 and "mode http" not in l4 and "x-netperf-via" not in l4
@@ -58,8 +67,7 @@ def test_haproxy_modes_and_discovery() -> None:
 
 
 def test_haproxy_params_and_errors() -> None:
-    nodes = (Node("e", "echo", 80), Node("lb", "haproxy", 90, upstreams=("e",),
-                                         params={"nbthread": 2, "maxconn": 500}))
+    nodes = (Node("e", "echo", 80), Node("lb", "haproxy", 90, upstreams=("e",), params={"nbthread": 2, "maxconn": 500}))
     text = render_haproxy(Topology("t", nodes, ()), nodes[1])
     assert "nbthread 2" in text and "maxconn 500" in text
     bad = Node("lb", "haproxy", 90, upstreams=("e",), params={"discover": "svc"})
@@ -73,8 +81,7 @@ def test_haproxy_params_and_errors() -> None:
 def test_envoy_sidecar_listeners_and_clusters() -> None:
     topo = sidecar_chain_topology(sidecars=True)
     config = json.loads(render_envoy(topo, topo.node("svc-b-proxy")))
-    assert config["admin"]["address"]["socket_address"] == {"address": "127.0.0.1",
-                                                            "port_value": 15000}
+    assert config["admin"]["address"]["socket_address"] == {"address": "127.0.0.1", "port_value": 15000}
     listeners = {item["name"]: item for item in config["static_resources"]["listeners"]}
     assert listeners["inbound"]["address"]["socket_address"]["port_value"] == 15006
     assert listeners["outbound"]["address"]["socket_address"]["port_value"] == 15001
@@ -103,20 +110,24 @@ def test_envoy_needs_a_pod() -> None:
 def test_kong_declarative_config_and_plugins() -> None:
     topo = gateway_topology("kong")
     gw = topo.node("gw")
-    custom = Node("gw", "kong", 8000, upstreams=("echo",), params={
-        "plugins": [{"name": "rate-limiting", "config": {"second": 1000}}],
-        "via_header": False})
+    custom = Node(
+        "gw",
+        "kong",
+        8000,
+        upstreams=("echo",),
+        params={"plugins": [{"name": "rate-limiting", "config": {"second": 1000}}], "via_header": False},
+    )
     config = json.loads(render_kong(topo, gw))
     assert config["_format_version"] == "3.0"
     assert config["upstreams"][0]["targets"][0]["target"] == "echo:8080"
     service = config["services"][0]
     assert service["host"] == config["upstreams"][0]["name"]
     assert service["routes"][0]["paths"] == ["/"] and service["routes"][0]["strip_path"] is False
-    assert service["plugins"] == [{"name": "response-transformer",
-                                   "config": {"append": {"headers": ["x-netperf-via:gw"]}}}]
+    assert service["plugins"] == [
+        {"name": "response-transformer", "config": {"append": {"headers": ["x-netperf-via:gw"]}}}
+    ]
     custom_config = json.loads(render_kong(Topology("t", (topo.node("echo"), custom), ()), custom))
-    assert custom_config["services"][0]["plugins"] == [
-        {"name": "rate-limiting", "config": {"second": 1000}}]
+    assert custom_config["services"][0]["plugins"] == [{"name": "rate-limiting", "config": {"second": 1000}}]
 
 
 def test_container_specs_in_start_order_with_commands_files_and_env() -> None:
@@ -135,8 +146,13 @@ def test_container_specs_in_start_order_with_commands_files_and_env() -> None:
 
 
 def test_container_specs_configs_live_under_netperf_and_are_named_on_the_command() -> None:
-    topologies = [gateway_topology("nginx"), access_modes_topology(),
-                  sidecar_chain_topology(True), sidecar_chain_topology(False), echo_topology(2)]
+    topologies = [
+        gateway_topology("nginx"),
+        access_modes_topology(),
+        sidecar_chain_topology(True),
+        sidecar_chain_topology(False),
+        echo_topology(2),
+    ]
     for topo in topologies:
         for spec in container_specs(topo):
             for path in spec.files:
@@ -162,9 +178,7 @@ def test_haproxy_overload_knobs_reach_the_config() -> None:
     from pytest_netperf.topology import builders
     from pytest_netperf.topology.render.containers import render_haproxy
 
-    topo = builders.access_modes_topology(
-        2, l7_params={"server_maxconn": 4, "queue_timeout": "50ms"}, name="overload"
-    )
+    topo = builders.access_modes_topology(2, l7_params={"server_maxconn": 4, "queue_timeout": "50ms"}, name="overload")
     text = render_haproxy(topo, topo.node("l7"))
     assert "timeout queue 50ms" in text
     assert "server echo-1 echo-1:8080 check maxconn 4" in text

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 from netperf_rounds import make_rounds
 
-from pytest_netperf.report.plots import plot_latency_by_depth, plot_rounds, write_plots
 from pytest_netperf.budget.metrics import format_metric as format_value
+from pytest_netperf.measure.results import RoundResult
 from pytest_netperf.report.json_report import write_json
 from pytest_netperf.report.markdown import append_github_step_summary, markdown, write_markdown
+from pytest_netperf.report.plots import plot_latency_by_depth, plot_rounds, write_plots
 from pytest_netperf.report.rows import ReportRow, overall_verdict, summary_line
 from pytest_netperf.report.terminal import shorten_test_id, terminal_table
-from pytest_netperf.measure.results import RoundResult
 
 GW = "tests/scenarios/gateway/test_gateway_overhead.py::test_overhead[kong-c100]"
 NEW_NOTE = "no stored baseline: recorded as NEW (update with --netperf-update-baseline)"
@@ -35,9 +35,7 @@ def rows() -> list[ReportRow]:
             "host",
             {"estimate": 0.906, "p_value": 0.004, "method": "bootstrap ratio"},
         ),
-        ReportRow(
-            GW, "p90 <= reference + 1ms", "reference", "0.41 ms", "[0.33 ms, 0.52 ms]", "PASS", 9
-        ),
+        ReportRow(GW, "p90 <= reference + 1ms", "reference", "0.41 ms", "[0.33 ms, 0.52 ms]", "PASS", 9),
         ReportRow(
             "tests/test_modes.py::test_latency[dns]",
             "p50 < 1ms",
@@ -145,10 +143,7 @@ def test_terminal_table_fits_120_columns_and_keeps_every_fact() -> None:
     # The gateway test is named once although it has two rows.
     assert table.count("test_overhead[kong-c100]") == 1
     # Notes are footnotes and never cut off.
-    assert (
-        "[1] Holm correction over 2 budgets: PASS -> FAIL; reference had 3 errors (reset: 3)"
-        in lines
-    )
+    assert "[1] Holm correction over 2 budgets: PASS -> FAIL; reference had 3 errors (reset: 3)" in lines
     assert any(line.startswith("[3] no stored baseline") for line in lines)
     assert "--netperf-update-baseline)" in table
 
@@ -212,9 +207,7 @@ def test_write_markdown(tmp_path: Path) -> None:
     assert path.read_text() == markdown(rows())
 
 
-def test_github_step_summary_is_appended_only_when_set(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_github_step_summary_is_appended_only_when_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     assert append_github_step_summary("# x") is False
     summary = tmp_path / "summary.md"
@@ -262,9 +255,7 @@ def test_write_plots_writes_every_applicable_plot(tmp_path: Path) -> None:
         "pytest_netperf.measure.histogram",
         reason="pytest_netperf.measure.histogram (decode_histogram) is not there yet",
     )
-    series = {
-        f"hops={d}/candidate": make_rounds(3, median_ns=500_000 * (d + 1), seed=d) for d in (0, 3)
-    }
+    series = {f"hops={d}/candidate": make_rounds(3, median_ns=500_000 * (d + 1), seed=d) for d in (0, 3)}
     paths = write_plots(tmp_path / "report", GW, series)
     assert [p.name.rsplit("-", 1)[-1] for p in paths] == ["rounds.png", "latency.png", "depth.png"]
     for path in paths:

@@ -43,9 +43,7 @@ def _pair_drift(rng: np.random.Generator, gates: int, n: int, sd: float = 0.10) 
     return walk + rng.normal(0.0, sd, (gates, n))
 
 
-def _disturbed(
-    rng: np.random.Generator, shape: tuple[int, int], factor: float, p: float
-) -> np.ndarray:
+def _disturbed(rng: np.random.Generator, shape: tuple[int, int], factor: float, p: float) -> np.ndarray:
     return np.where(rng.random(shape) < p, factor, 1.0)
 
 
@@ -60,9 +58,7 @@ def rps_pairs(
     """Candidate and reference RPS for ``gates`` gates of ``n`` interleaved pairs."""
     drift = _pair_drift(rng, gates, n)
     shape = (gates, n)
-    ref = (
-        10_000 * np.exp(drift + rng.normal(0, cv, shape)) * _disturbed(rng, shape, 0.75, outlier_p)
-    )
+    ref = 10_000 * np.exp(drift + rng.normal(0, cv, shape)) * _disturbed(rng, shape, 0.75, outlier_p)
     cand = 10_000 * ratio * np.exp(drift + rng.normal(0, cv, shape))
     return cand * _disturbed(rng, shape, 0.75, outlier_p), ref
 
@@ -77,17 +73,13 @@ def rps_unpaired(
 ) -> np.ndarray:
     """RPS rounds of separate runs (a baseline cannot share the candidate's drift)."""
     shape = (gates, n)
-    return (
-        10_000 * ratio * np.exp(rng.normal(0, cv, shape)) * _disturbed(rng, shape, 0.75, outlier_p)
-    )
+    return 10_000 * ratio * np.exp(rng.normal(0, cv, shape)) * _disturbed(rng, shape, 0.75, outlier_p)
 
 
 def _p90(rng: np.random.Generator, drift: np.ndarray, cv: float, outlier_p: float) -> np.ndarray:
     base = 5 * MS
     skew = rng.gamma(2.0, 0.02 * base, drift.shape)
-    return (base * np.exp(drift + rng.normal(0, cv, drift.shape)) + skew) * _disturbed(
-        rng, drift.shape, 1.5, outlier_p
-    )
+    return (base * np.exp(drift + rng.normal(0, cv, drift.shape)) + skew) * _disturbed(rng, drift.shape, 1.5, outlier_p)
 
 
 def p90_pairs(
@@ -291,11 +283,7 @@ def test_alpha_spending_adds_up_to_alpha_and_front_loads() -> None:
     pocock = [alpha_for_look(0.05, k, 3) for k in (1, 2, 3)]
     assert pocock[0] > pocock[1] > pocock[2] > 0
     assert alpha_for_look(0.05, 1, 1) == pytest.approx(0.05)
-    assert (
-        planned_looks(5, 15, 5) == 3
-        and planned_looks(5, 15, 4) == 4
-        and planned_looks(5, 5, 5) == 1
-    )
+    assert planned_looks(5, 15, 5) == 3 and planned_looks(5, 15, 4) == 4 and planned_looks(5, 5, 5) == 1
     with pytest.raises(ValueError):
         alpha_for_look(0.05, 4, 3)
     with pytest.raises(ValueError):
@@ -330,9 +318,7 @@ def test_sequential_verdict_stops_when_decided_and_caps_rounds() -> None:
         ref = 10_000 * np.exp(rng.normal(0, 0.2, k))
         return Rounds(ref * np.exp(rng.normal(0, 0.2, k)), ref)
 
-    verdict = sequential_verdict(
-        "rps >= 1.0x reference", undecidable, plan=SequentialPlan(max_rounds=12, batch=4)
-    )
+    verdict = sequential_verdict("rps >= 1.0x reference", undecidable, plan=SequentialPlan(max_rounds=12, batch=4))
     assert asked == [5, 4, 3]
     assert verdict.n_rounds == 12 and verdict.looks == 3 and verdict.look_index == 3
 
@@ -411,9 +397,7 @@ def test_unpaired_analysis_of_drifting_pairs_would_miss_the_loss() -> None:
     rng = np.random.default_rng(104)
     cand, ref = rps_pairs(rng, 0.9, 0.05, gates=QUICK_GATES, n=5)
     paired = [evaluate("rps >= 1.0x reference", cand[g], ref[g]) for g in range(QUICK_GATES)]
-    unpaired = [
-        evaluate("rps >= 1.0x baseline", cand[g], baseline=ref[g]) for g in range(QUICK_GATES)
-    ]
+    unpaired = [evaluate("rps >= 1.0x baseline", cand[g], baseline=ref[g]) for g in range(QUICK_GATES)]
     assert count(paired, Status.FAIL) > 2 * count(unpaired, Status.FAIL)
 
 
@@ -467,13 +451,9 @@ def test_ten_percent_loss_against_baseline_is_detected() -> None:
 def test_added_latency_against_baseline_is_calibrated_and_detected() -> None:
     rng = np.random.default_rng(203)
     base = p90_unpaired(rng, 0.0, n=BASELINE_ROUNDS, gates=QUICK_GATES)
-    at_budget = run_gates(
-        "p90_added <= 1ms vs baseline", p90_unpaired(rng, 1 * MS, gates=QUICK_GATES), base=base
-    )
+    at_budget = run_gates("p90_added <= 1ms vs baseline", p90_unpaired(rng, 1 * MS, gates=QUICK_GATES), base=base)
     assert count(at_budget, Status.FAIL) <= at_most(0.05, QUICK_GATES)
-    over = run_gates(
-        "p90_added <= 1ms vs baseline", p90_unpaired(rng, 2 * MS, gates=QUICK_GATES), base=base
-    )
+    over = run_gates("p90_added <= 1ms vs baseline", p90_unpaired(rng, 2 * MS, gates=QUICK_GATES), base=base)
     assert count(over, Status.FAIL) >= at_least(0.90, QUICK_GATES)
 
 
@@ -504,10 +484,7 @@ def test_interval_coverage_at_fixed_rounds(n: int) -> None:
 def test_holm_keeps_family_wise_false_fails_under_alpha() -> None:
     rng = np.random.default_rng(401)
     gates = 1000
-    families = [
-        run_gates("rps >= 1.0x reference", *rps_pairs(rng, 1.0, 0.08, gates=gates))
-        for _ in range(5)
-    ]
+    families = [run_gates("rps >= 1.0x reference", *rps_pairs(rng, 1.0, 0.08, gates=gates)) for _ in range(5)]
     any_fail_raw = any_fail_holm = 0
     for gate in range(gates):
         family = [verdicts[gate] for verdicts in families]

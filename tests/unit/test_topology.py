@@ -6,7 +6,15 @@ from typing import Literal
 
 import pytest
 
-from pytest_netperf import Node, Target, Topology, access_modes_topology, echo_topology, gateway_topology, sidecar_chain_topology
+from pytest_netperf import (
+    Node,
+    Target,
+    Topology,
+    access_modes_topology,
+    echo_topology,
+    gateway_topology,
+    sidecar_chain_topology,
+)
 
 
 def test_echo_topology_single_and_replicated() -> None:
@@ -51,8 +59,7 @@ def test_sidecar_chain_without_sidecars_calls_peer_directly() -> None:
 def test_sidecar_chain_with_sidecars_goes_through_pod_proxies() -> None:
     topo = sidecar_chain_topology(sidecars=True)
     proxy = topo.node("svc-a-proxy")
-    assert (proxy.kind, proxy.pod_of, proxy.port, proxy.extra_ports) == (
-        "envoy", "svc-a", 15006, (15001,))
+    assert (proxy.kind, proxy.pod_of, proxy.port, proxy.extra_ports) == ("envoy", "svc-a", 15006, (15001,))
     assert proxy.upstreams == ("svc-a", "svc-b-proxy")
     assert topo.node("svc-a").params["next_url"] == "http://127.0.0.1:15001"
     assert (topo.target("entry").node, topo.target("entry").port) == ("svc-a", 15006)
@@ -88,33 +95,39 @@ def _topo(*nodes: Node, targets: tuple[Target, ...] = ()) -> Topology:
     return Topology("t", nodes, targets)
 
 
-@pytest.mark.parametrize("topology, message", [
-    (_topo(Node("a", "echo", 80), Node("a", "echo", 81)), "duplicate node name 'a'"),
-    (_topo(Node("a", "nginx", 80, upstreams=("ghost",))), "unknown node 'ghost'"),
-    (_topo(Node("a", "nginx", 80, upstreams=("a",))), "forwards to itself"),
-    (_topo(Node("a", "echo", 80, pod_of="b"), Node("b", "envoy", 81, pod_of="a")),
-     "pod_of cycle"),
-    (_topo(Node("a", "echo", 80, pod_of="ghost")), "pod_of unknown node 'ghost'"),
-    (_topo(Node("a", "echo", 80), Node("p", "envoy", 80, pod_of="a")),
-     "port 80 used twice in pod 'a'"),
-    (_topo(Node("a", "echo", 80), targets=(Target("x", "ghost", 80),)), "unknown node 'ghost'"),
-    (_topo(Node("a", "echo", 80), targets=(Target("x", "a", 81),)), "nothing listens on a:81"),
-    (_topo(Node("a", "echo", 80), targets=(Target("x", "a", 80), Target("x", "a", 80))),
-     "duplicate target name 'x'"),
-    (_topo(Node("Bad_Name", "echo", 80)), "not a lower-case DNS label"),
-    (_topo(Node("a", "echo", 0)), "outside 1..65535"),
-    (_topo(Node("a", "squid", 80)), "unknown kind 'squid'"),  # type: ignore[arg-type]
-    (_topo(Node("a", "echo", 80), Node("b", "echo", 80, aliases=("a",))), "also a node name"),
-])
+@pytest.mark.parametrize(
+    "topology, message",
+    [
+        (_topo(Node("a", "echo", 80), Node("a", "echo", 81)), "duplicate node name 'a'"),
+        (_topo(Node("a", "nginx", 80, upstreams=("ghost",))), "unknown node 'ghost'"),
+        (_topo(Node("a", "nginx", 80, upstreams=("a",))), "forwards to itself"),
+        (_topo(Node("a", "echo", 80, pod_of="b"), Node("b", "envoy", 81, pod_of="a")), "pod_of cycle"),
+        (_topo(Node("a", "echo", 80, pod_of="ghost")), "pod_of unknown node 'ghost'"),
+        (_topo(Node("a", "echo", 80), Node("p", "envoy", 80, pod_of="a")), "port 80 used twice in pod 'a'"),
+        (_topo(Node("a", "echo", 80), targets=(Target("x", "ghost", 80),)), "unknown node 'ghost'"),
+        (_topo(Node("a", "echo", 80), targets=(Target("x", "a", 81),)), "nothing listens on a:81"),
+        (
+            _topo(Node("a", "echo", 80), targets=(Target("x", "a", 80), Target("x", "a", 80))),
+            "duplicate target name 'x'",
+        ),
+        (_topo(Node("Bad_Name", "echo", 80)), "not a lower-case DNS label"),
+        (_topo(Node("a", "echo", 0)), "outside 1..65535"),
+        (_topo(Node("a", "squid", 80)), "unknown kind 'squid'"),  # type: ignore[arg-type]
+        (_topo(Node("a", "echo", 80), Node("b", "echo", 80, aliases=("a",))), "also a node name"),
+    ],
+)
 def test_validate_reports_structural_errors(topology: Topology, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         topology.validate()
 
 
 def test_validate_accepts_sidecar_target_on_pod_port_and_shared_aliases() -> None:
-    topo = _topo(Node("a", "echo", 80, aliases=("svc",)), Node("b", "echo", 80, aliases=("svc",)),
-                 Node("p", "envoy", 15006, pod_of="a", upstreams=("a",)),
-                 targets=(Target("entry", "a", 15006),))
+    topo = _topo(
+        Node("a", "echo", 80, aliases=("svc",)),
+        Node("b", "echo", 80, aliases=("svc",)),
+        Node("p", "envoy", 15006, pod_of="a", upstreams=("a",)),
+        targets=(Target("entry", "a", 15006),),
+    )
     topo.validate()
     assert topo.target("entry").port in topo.node("p").ports
 

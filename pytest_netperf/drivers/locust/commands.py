@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Mapping, Optional, Sequence
 from urllib.parse import urlsplit
 
-from pytest_netperf.errors import DriverError
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.locust import LISTENER_FILE
+from pytest_netperf.errors import DriverError
 
 #: Seconds the master waits for the workers' window reports.
 REPORT_TIMEOUT_S = 15.0
@@ -89,7 +89,7 @@ def main_argv(
             "-u": users,
             "-r": max(users * 10, 100),
             "--host": split_url(url)[0] if default_user else url.rstrip("/"),
-            "--run-time": f"{int(math.ceil(run_time_s))}s",
+            "--run-time": f"{math.ceil(run_time_s)}s",
             "--exit-code-on-error": 0,
             "--netperf-out": output,
             "--netperf-warmup": shape.warmup_s,
@@ -110,7 +110,7 @@ def main_argv(
                 "--master-bind-host": topology.bind_host,
                 "--master-bind-port": port,
                 "--expect-workers": topology.local_workers + topology.remote_workers,
-                "--expect-workers-max-wait": max(int(math.ceil(topology.expect_workers_timeout_s)), 1),
+                "--expect-workers-max-wait": max(math.ceil(topology.expect_workers_timeout_s), 1),
             }
         )
     if not default_user and user_class:

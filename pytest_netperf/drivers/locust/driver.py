@@ -22,15 +22,13 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from pytest_netperf.errors import DriverError, DriverNotFoundError
-from pytest_netperf.measure.results import RoundResult
 from pytest_netperf.drivers.base import LoadShape
-from pytest_netperf.drivers.locust import DEFAULT_USER_CLASS, DEFAULT_USER_FILE, LISTENER_FILE
-from pytest_netperf.drivers.locust import commands
-from pytest_netperf.drivers.locust import diagnosis
+from pytest_netperf.drivers.locust import DEFAULT_USER_CLASS, DEFAULT_USER_FILE, LISTENER_FILE, commands, diagnosis
 from pytest_netperf.drivers.locust.in_locust.pacing import ARRIVALS
 from pytest_netperf.drivers.locust.processes import LocustProcess, ProcessGroups
 from pytest_netperf.drivers.locust.result_builder import RunContext, build_round_result
+from pytest_netperf.errors import DriverError, DriverNotFoundError
+from pytest_netperf.measure.results import RoundResult
 
 #: Seconds allowed on top of warmup + duration for start-up, spawning and reporting.
 STARTUP_ALLOWANCE_S = 30.0
@@ -168,9 +166,7 @@ class LocustDriver:
         waiting = self.expect_workers_timeout_s if self.distributed else 0.0
         return waiting + shape.warmup_s + shape.duration_s + commands.REPORT_TIMEOUT_S + STARTUP_ALLOWANCE_S
 
-    def _main_argv(
-        self, topology: commands.Topology, url: str, shape: LoadShape, output: Path, port: int
-    ) -> list[str]:
+    def _main_argv(self, topology: commands.Topology, url: str, shape: LoadShape, output: Path, port: int) -> list[str]:
         return commands.main_argv(
             topology,
             url,
@@ -193,8 +189,7 @@ class LocustDriver:
         main_name = "master" if topology.distributed else "locust"
         main = groups.start(main_name, self._main_argv(topology, url, shape, output, port), env)
         workers = [
-            groups.start(f"worker {i + 1}", commands.worker_argv(topology, port), env)
-            for i in range(self.workers)
+            groups.start(f"worker {i + 1}", commands.worker_argv(topology, port), env) for i in range(self.workers)
         ]
         _wait(main, workers, self._time_limit(shape))
         groups.wait_all(5.0)
@@ -261,9 +256,7 @@ def _notes(shape: LoadShape, has_locustfile: bool) -> tuple[str, ...]:
         notes.append("shape.threads ignored: each locust process is single-threaded; use workers")
     if has_locustfile:
         notes.append("method, headers and body_size apply to the default user only")
-    notes.append(
-        "sockets counted for FastHttpUser/HttpUser; bytes_received = response bodies; bytes_sent = 0"
-    )
+    notes.append("sockets counted for FastHttpUser/HttpUser; bytes_received = response bodies; bytes_sent = 0")
     return tuple(notes)
 
 
@@ -276,9 +269,7 @@ def _wait(main: LocustProcess, workers: list[LocustProcess], limit_s: float) -> 
             if code not in (None, 0):
                 stderr = worker.stderr_text()
                 cause = diagnosis.import_failure(stderr, None) or diagnosis.last_lines(stderr)
-                raise DriverError(
-                    f"Locust {worker.name} exited with code {code} before the round ended:\n{cause}"
-                )
+                raise DriverError(f"Locust {worker.name} exited with code {code} before the round ended:\n{cause}")
         if time.monotonic() > deadline:
             last = diagnosis.last_lines(main.stderr_text())
             raise DriverError(f"Locust did not finish within {limit_s:.0f}s; last output:\n{last}")

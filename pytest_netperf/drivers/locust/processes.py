@@ -44,7 +44,7 @@ class LocustProcess:
     """One started process and where its output goes."""
 
     name: str
-    popen: "subprocess.Popen[bytes]"
+    popen: subprocess.Popen[bytes]
     stdout_path: Path
     stderr_path: Path
 
@@ -117,7 +117,7 @@ class ProcessGroups:
     @staticmethod
     def _spawn(
         argv: Sequence[str], env: Optional[Mapping[str, str]], out: IO[bytes], err: IO[bytes]
-    ) -> "subprocess.Popen[bytes]":
+    ) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
@@ -156,7 +156,7 @@ class ProcessGroups:
             with contextlib.suppress(psutil.NoSuchProcess, psutil.AccessDenied):
                 stray.send_signal(signum)
 
-    def __enter__(self) -> "ProcessGroups":
+    def __enter__(self) -> ProcessGroups:
         return self
 
     def __exit__(self, *_exc: object) -> None:

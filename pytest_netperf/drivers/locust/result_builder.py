@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional
 
+from pytest_netperf.drivers.locust import OUTPUT_SCHEMA
 from pytest_netperf.errors import DriverError
 from pytest_netperf.measure.histogram import decode_histogram, percentile_ns, summarize
 from pytest_netperf.measure.results import ClientHealth, Interval, LatencySummary, RoundResult
-from pytest_netperf.drivers.locust import OUTPUT_SCHEMA
 
 #: A Locust process using more than this share of one core during the window is saturated
 #: (Locust runs each process on one core; the same 90% Locust itself warns at).
@@ -93,9 +93,7 @@ def client_health(document: Mapping[str, Any], context: RunContext, duration_s: 
             reasons.append(f"{_process_label(process)} used {share:.1%} of a core during the window (> 90%)")
         warned = process.get("locust_cpu_warning_percent")
         if warned is not None:
-            reasons.append(
-                f"Locust reported CPU usage above 90% ({float(warned):.0f}%) in {_process_label(process)}"
-            )
+            reasons.append(f"Locust reported CPU usage above 90% ({float(warned):.0f}%) in {_process_label(process)}")
         lag = process.get("loop_lag_p99_ns")
         if lag is not None and float(lag) > context.max_loop_lag_ns:
             reasons.append(
@@ -125,9 +123,7 @@ def client_health(document: Mapping[str, Any], context: RunContext, duration_s: 
 
 def _check_document(document: Mapping[str, Any]) -> None:
     if document.get("schema") != OUTPUT_SCHEMA:
-        raise DriverError(
-            f"Locust listener wrote schema {document.get('schema')!r}, expected {OUTPUT_SCHEMA!r}"
-        )
+        raise DriverError(f"Locust listener wrote schema {document.get('schema')!r}, expected {OUTPUT_SCHEMA!r}")
     missing = sorted(set(document["workers_expected"]) - set(document["workers_reported"]))
     if missing:
         raise DriverError(

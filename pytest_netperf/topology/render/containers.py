@@ -5,16 +5,28 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pytest_netperf.topology.render.envoy import CONFIG_PATH as ENVOY_CONFIG, envoy_command, render_envoy
-from pytest_netperf.topology.render.haproxy import CONFIG_PATH as HAPROXY_CONFIG, haproxy_command, render_haproxy
-from pytest_netperf.topology.render.kong import CONFIG_PATH as KONG_CONFIG, kong_command, kong_environment, render_kong
 from pytest_netperf.topology.model import Node, Topology
-from pytest_netperf.topology.render.nginx import CONFIG_PATH as NGINX_CONFIG, nginx_command, render_nginx
+from pytest_netperf.topology.render.envoy import CONFIG_PATH as ENVOY_CONFIG
+from pytest_netperf.topology.render.envoy import envoy_command, render_envoy
+from pytest_netperf.topology.render.haproxy import CONFIG_PATH as HAPROXY_CONFIG
+from pytest_netperf.topology.render.haproxy import haproxy_command, render_haproxy
+from pytest_netperf.topology.render.kong import CONFIG_PATH as KONG_CONFIG
+from pytest_netperf.topology.render.kong import kong_command, kong_environment, render_kong
+from pytest_netperf.topology.render.nginx import CONFIG_PATH as NGINX_CONFIG
+from pytest_netperf.topology.render.nginx import nginx_command, render_nginx
 
 HEALTH_PATH = "/healthz"
 
-__all__ = ["ContainerSpec", "container_specs", "container_spec", "echo_command",
-           "render_nginx", "render_haproxy", "render_envoy", "render_kong"]
+__all__ = [
+    "ContainerSpec",
+    "container_spec",
+    "container_specs",
+    "echo_command",
+    "render_envoy",
+    "render_haproxy",
+    "render_kong",
+    "render_nginx",
+]
 
 
 @dataclass(frozen=True)
@@ -61,9 +73,15 @@ def container_spec(topology: Topology, node: Node) -> ContainerSpec:
         "kong": kong_command,
     }
     environment = kong_environment(node) if node.kind == "kong" else {}
-    return ContainerSpec(node=node.name, role=node.kind, command=commands[node.kind](),
-                         files=files, environment=environment, health_path=HEALTH_PATH,
-                         port=node.port)
+    return ContainerSpec(
+        node=node.name,
+        role=node.kind,
+        command=commands[node.kind](),
+        files=files,
+        environment=environment,
+        health_path=HEALTH_PATH,
+        port=node.port,
+    )
 
 
 def container_specs(topology: Topology) -> list[ContainerSpec]:

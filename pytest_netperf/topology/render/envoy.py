@@ -17,8 +17,7 @@ from pytest_netperf.topology.model import Node, Topology
 
 CONFIG_PATH = "/netperf/envoy.yaml"
 ADMIN_PORT = 15000
-_HCM = ("type.googleapis.com/envoy.extensions.filters.network."
-        "http_connection_manager.v3.HttpConnectionManager")
+_HCM = "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager"
 _ROUTER = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
 _HTTP_OPTIONS = "envoy.extensions.upstreams.http.v3.HttpProtocolOptions"
 
@@ -36,8 +35,16 @@ def find_envoy_binary() -> str | None:
 
 def envoy_command(node: Node) -> list[str]:
     """Foreground Envoy; hot restart off (no shared memory between pods)."""
-    return ["envoy", "-c", CONFIG_PATH, "--log-level", "warn", "--disable-hot-restart",
-            "--concurrency", str(int(node.params.get("workers", 1)))]
+    return [
+        "envoy",
+        "-c",
+        CONFIG_PATH,
+        "--log-level",
+        "warn",
+        "--disable-hot-restart",
+        "--concurrency",
+        str(int(node.params.get("workers", 1))),
+    ]
 
 
 def render_envoy(topology: Topology, node: Node) -> str:
@@ -54,8 +61,7 @@ def render_envoy(topology: Topology, node: Node) -> str:
     clusters = [_cluster("local_app", "STATIC", "127.0.0.1", app.port)]
     if peers:
         peer = topology.node(peers[0])
-        listeners.append(_listener("outbound", "127.0.0.1", node.extra_ports[0], "peer",
-                                   node.name))
+        listeners.append(_listener("outbound", "127.0.0.1", node.extra_ports[0], "peer", node.name))
         clusters.append(_cluster("peer", "STRICT_DNS", topology.dns_name(peer.name), peer.port))
     admin_port = int(node.params.get("admin_port", ADMIN_PORT))
     config = {
@@ -78,27 +84,35 @@ def _listener(name: str, host: str, port: int, cluster: str, via: str) -> dict[s
         "common_http_protocol_options": {"idle_timeout": "300s"},
         "route_config": {
             "name": name,
-            "response_headers_to_add": [{
-                "header": {"key": "x-netperf-via", "value": via},
-                "append_action": "APPEND_IF_EXISTS_OR_ADD",
-            }],
-            "virtual_hosts": [{
-                "name": cluster,
-                "domains": ["*"],
-                "routes": [{"match": {"prefix": "/"},
-                            "route": {"cluster": cluster, "timeout": "30s"}}],
-            }],
+            "response_headers_to_add": [
+                {
+                    "header": {"key": "x-netperf-via", "value": via},
+                    "append_action": "APPEND_IF_EXISTS_OR_ADD",
+                }
+            ],
+            "virtual_hosts": [
+                {
+                    "name": cluster,
+                    "domains": ["*"],
+                    "routes": [{"match": {"prefix": "/"}, "route": {"cluster": cluster, "timeout": "30s"}}],
+                }
+            ],
         },
-        "http_filters": [{"name": "envoy.filters.http.router",
-                          "typed_config": {"@type": _ROUTER}}],
+        "http_filters": [{"name": "envoy.filters.http.router", "typed_config": {"@type": _ROUTER}}],
     }
     return {
         "name": name,
         "address": _address(host, port),
-        "filter_chains": [{"filters": [{
-            "name": "envoy.filters.network.http_connection_manager",
-            "typed_config": manager,
-        }]}],
+        "filter_chains": [
+            {
+                "filters": [
+                    {
+                        "name": "envoy.filters.network.http_connection_manager",
+                        "typed_config": manager,
+                    }
+                ]
+            }
+        ],
     }
 
 
@@ -108,18 +122,24 @@ def _cluster(name: str, discovery: str, host: str, port: int) -> dict[str, Any]:
         "type": discovery,
         "connect_timeout": "2s",
         "lb_policy": "ROUND_ROBIN",
-        "load_assignment": {"cluster_name": name, "endpoints": [
-            {"lb_endpoints": [{"endpoint": {"address": _address(host, port)}}]}]},
+        "load_assignment": {
+            "cluster_name": name,
+            "endpoints": [{"lb_endpoints": [{"endpoint": {"address": _address(host, port)}}]}],
+        },
         # HTTP/1.1 upstream with pooled keep-alive connections.
-        "typed_extension_protocol_options": {_HTTP_OPTIONS: {
-            "@type": f"type.googleapis.com/{_HTTP_OPTIONS}",
-            "common_http_protocol_options": {"idle_timeout": "300s"},
-            "explicit_http_config": {"http_protocol_options": {}},
-        }},
+        "typed_extension_protocol_options": {
+            _HTTP_OPTIONS: {
+                "@type": f"type.googleapis.com/{_HTTP_OPTIONS}",
+                "common_http_protocol_options": {"idle_timeout": "300s"},
+                "explicit_http_config": {"http_protocol_options": {}},
+            }
+        },
         # The defaults (1024 pending/active) would turn high concurrency into 503s.
-        "circuit_breakers": {"thresholds": [{
-            "max_connections": 100000, "max_pending_requests": 100000,
-            "max_requests": 100000, "max_retries": 3}]},
+        "circuit_breakers": {
+            "thresholds": [
+                {"max_connections": 100000, "max_pending_requests": 100000, "max_requests": 100000, "max_retries": 3}
+            ]
+        },
     }
     if discovery == "STRICT_DNS":
         cluster["dns_lookup_family"] = "V4_ONLY"

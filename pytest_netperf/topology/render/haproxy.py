@@ -26,13 +26,14 @@ def render_haproxy(topology: Topology, node: Node) -> str:
     maxconn = int(params.get("maxconn", 20000))
     discover = params.get("discover")
     global_maxconn = int(params["maxconn"]) if "maxconn" in params else None
-    sections = [_global(topology, node, global_maxconn, int(params.get("nbthread", 1))),
-                _defaults(maxconn, params.get("queue_timeout"))]
+    sections = [
+        _global(topology, node, global_maxconn, int(params.get("nbthread", 1))),
+        _defaults(maxconn, params.get("queue_timeout")),
+    ]
     if discover:
         sections.append(_resolvers())
     sections.append(_frontend(node, mode))
-    sections.append(_backend(topology, node, mode, params.get("balance", "roundrobin"),
-                             discover))
+    sections.append(_backend(topology, node, mode, params.get("balance", "roundrobin"), discover))
     return "\n".join(sections)
 
 
@@ -81,38 +82,40 @@ resolvers docker
 def _frontend(node: Node, mode: str) -> str:
     lines = [f"frontend fe_{node.name}", f"    mode {mode}", f"    bind :{node.port}"]
     if mode == "http":
-        lines += ["    option http-keep-alive",
-                  f"    http-response add-header x-netperf-via {node.name}"]
+        lines += ["    option http-keep-alive", f"    http-response add-header x-netperf-via {node.name}"]
     lines.append("    default_backend be_upstreams")
     return "\n".join(lines) + "\n"
 
 
-def _backend(topology: Topology, node: Node, mode: str, balance: str,
-             discover: str | None) -> str:
+def _backend(topology: Topology, node: Node, mode: str, balance: str, discover: str | None) -> str:
     lines = ["backend be_upstreams", f"    mode {mode}", f"    balance {balance}"]
     if mode == "http":
         lines.append("    option http-keep-alive")
     # Health goes through the same path the load takes: the backends' own /healthz.
-    lines += ["    option httpchk",
-              f"    http-check send meth GET uri {HEALTH_PATH} ver HTTP/1.1 hdr Host {node.name}",
-              "    http-check expect status 200"]
+    lines += [
+        "    option httpchk",
+        f"    http-check send meth GET uri {HEALTH_PATH} ver HTTP/1.1 hdr Host {node.name}",
+        "    http-check expect status 200",
+    ]
     ports = {topology.node(u).port for u in node.upstreams}
     if discover:
         _check_discoverable(topology, node, discover, ports)
         count = len(node.upstreams)
-        lines.append(f"    server-template echo 1-{count} {discover}:{ports.pop()} check "
-                     "resolvers docker init-addr none resolve-prefer ipv4")
+        lines.append(
+            f"    server-template echo 1-{count} {discover}:{ports.pop()} check "
+            "resolvers docker init-addr none resolve-prefer ipv4"
+        )
     else:
         limit = f" maxconn {int(node.params['server_maxconn'])}" if "server_maxconn" in node.params else ""
-        lines += [f"    server {u} {topology.dns_name(u)}:{topology.node(u).port} check{limit}"
-                  for u in node.upstreams]
+        lines += [f"    server {u} {topology.dns_name(u)}:{topology.node(u).port} check{limit}" for u in node.upstreams]
     return "\n".join(lines) + "\n"
 
 
 def _check_discoverable(topology: Topology, node: Node, alias: str, ports: set[int]) -> None:
     missing = [u for u in node.upstreams if alias not in topology.node(u).aliases]
     if missing:
-        raise ValueError(f"haproxy node {node.name!r} discovers {alias!r}, "
-                         f"but {', '.join(missing)} do not carry that alias")
+        raise ValueError(
+            f"haproxy node {node.name!r} discovers {alias!r}, but {', '.join(missing)} do not carry that alias"
+        )
     if len(ports) != 1:
         raise ValueError(f"haproxy node {node.name!r}: discovered backends must share one port")

@@ -26,8 +26,9 @@ def render_kong(topology: Topology, node: Node) -> str:
         raise ValueError(f"kong node {node.name!r} has no upstreams")
     plugins = [dict(p) for p in node.params.get("plugins", ())]
     if node.params.get("via_header", True):
-        plugins.append({"name": "response-transformer",
-                        "config": {"append": {"headers": [f"x-netperf-via:{node.name}"]}}})
+        plugins.append(
+            {"name": "response-transformer", "config": {"append": {"headers": [f"x-netperf-via:{node.name}"]}}}
+        )
     service: dict[str, Any] = {
         "name": "echo",
         "protocol": "http",
@@ -37,19 +38,21 @@ def render_kong(topology: Topology, node: Node) -> str:
         "read_timeout": 30000,
         "write_timeout": 30000,
         "retries": 0,
-        "routes": [{"name": "all", "protocols": ["http"], "paths": ["/"],
-                    "strip_path": False, "preserve_host": True}],
+        "routes": [{"name": "all", "protocols": ["http"], "paths": ["/"], "strip_path": False, "preserve_host": True}],
     }
     if plugins:
         service["plugins"] = plugins
     config = {
         "_format_version": "3.0",
-        "upstreams": [{
-            "name": "echo-upstream",
-            "algorithm": "round-robin",
-            "targets": [{"target": f"{topology.dns_name(u)}:{topology.node(u).port}",
-                         "weight": 100} for u in node.upstreams],
-        }],
+        "upstreams": [
+            {
+                "name": "echo-upstream",
+                "algorithm": "round-robin",
+                "targets": [
+                    {"target": f"{topology.dns_name(u)}:{topology.node(u).port}", "weight": 100} for u in node.upstreams
+                ],
+            }
+        ],
         "services": [service],
     }
     return json.dumps(config, indent=2) + "\n"

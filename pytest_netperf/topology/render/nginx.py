@@ -26,13 +26,10 @@ def render_nginx(topology: Topology, node: Node) -> str:
     # concurrent requests closes and reopens upstream connections all the time, and at tens
     # of thousands of requests/s the TIME_WAIT sockets exhaust the ephemeral ports (502s).
     pool = int(params.get("keepalive_connections", 1024))
-    servers = "\n".join(f"        server {topology.dns_name(u)}:{topology.node(u).port};"
-                        for u in node.upstreams)
+    servers = "\n".join(f"        server {topology.dns_name(u)}:{topology.node(u).port};" for u in node.upstreams)
     temp_paths = "\n".join(f"    {kind}_temp_path {TEMP_PREFIX}{kind};" for kind in _TEMP_KINDS)
     if keepalive:
-        pool_lines = (f"        keepalive {pool};\n"
-                      "        keepalive_requests 1000000;\n"
-                      "        keepalive_timeout 60s;\n")
+        pool_lines = f"        keepalive {pool};\n        keepalive_requests 1000000;\n        keepalive_timeout 60s;\n"
         connection = '""'
         note = "upstream keep-alive: HTTP/1.1, pooled connections"
     else:

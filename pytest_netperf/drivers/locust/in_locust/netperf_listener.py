@@ -204,9 +204,7 @@ class NetperfNode:
         users = max(int(self.options.netperf_users), 1)
         if rate <= 0:
             return
-        wait = paced_wait_time(
-            rate / users, self.options.netperf_arrival, lambda: self.recorder.note_iteration()
-        )
+        wait = paced_wait_time(rate / users, self.options.netperf_arrival, lambda: self.recorder.note_iteration())
         for user_class in self.environment.user_classes:
             user_class.wait_time = wait
 

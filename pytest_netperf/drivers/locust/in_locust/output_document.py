@@ -23,9 +23,7 @@ def output_document(
     users, keyed by node id) into one document.  ``master_process`` is the master's own CPU
     report in distributed runs."""
     parts = list(parts)
-    processes = ([dict(master_process)] if master_process is not None else []) + [
-        dict(p["process"]) for p in parts
-    ]
+    processes = ([dict(master_process)] if master_process is not None else []) + [dict(p["process"]) for p in parts]
     return {
         "schema": OUTPUT_SCHEMA,
         "locust_version": locust_version,
@@ -34,9 +32,7 @@ def output_document(
         "rate": float(rate),
         "users": int(users),
         "workers_expected": sorted(workers_expected),
-        "workers_reported": sorted(str(p["process"]["node_id"]) for p in parts)
-        if master_process is not None
-        else [],
+        "workers_reported": sorted(str(p["process"]["node_id"]) for p in parts) if master_process is not None else [],
         "window": merge_payloads(p["window"] for p in parts),
         "processes": processes,
     }

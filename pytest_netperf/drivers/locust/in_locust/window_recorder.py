@@ -19,7 +19,7 @@ from pytest_netperf.measure.histogram import HIGHEST_NS, decode_histogram, encod
 
 def ms_to_ns(response_time_ms: float) -> int:
     """Locust's float milliseconds as whole nanoseconds, clamped into the histogram range."""
-    return min(max(int(round(response_time_ms * 1_000_000)), 0), HIGHEST_NS)
+    return min(max(round(response_time_ms * 1_000_000), 0), HIGHEST_NS)
 
 
 @dataclass

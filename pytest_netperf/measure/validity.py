@@ -1,0 +1,44 @@
+"""Whether a measured round may be judged at all: no verdict without data.
+
+A round is INVALID (never a PASS or a FAIL) when the driver was saturated, or when it has
+too few completed requests for a latency metric it is judged on: a percentile ``q``
+needs at least ``ceil(100 / (100 - q))`` latency samples (p50: 2, p90: 10, p99: 100,
+p99.9: 1000), so that at least one sample lies at or above it; the mean and the maximum
+need one. An empty histogram is never a latency of 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Optional
+
+from pytest_netperf.budget import metrics
+from pytest_netperf.budget.metrics import Family
+from pytest_netperf.measure.results import RoundResult
+
+#: The percentile of each latency metric (mean and max need one sample).
+_PERCENTILES = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
+
+
+def samples_needed(metric: str) -> int:
+    """Latency samples a round needs before ``metric`` means anything (0 for non-latency)."""
+    if metrics.get(metric).family is not Family.LATENCY:
+        return 0
+    q = _PERCENTILES.get(metric)
+    return 1 if q is None else math.ceil(100.0 / (100.0 - q) - 1e-9)
+
+
+def round_problem(result: RoundResult, judged: Iterable[str]) -> Optional[str]:
+    """Why ``result`` cannot be judged on the metrics ``judged``, or None when it can."""
+    if result.client.saturated:
+        return "the load driver was saturated: " + ("; ".join(result.client.saturation_reasons) or "no reason given")
+    count = result.latency.count
+    for metric in sorted(set(judged), key=samples_needed, reverse=True):
+        needed = samples_needed(metric)
+        if count < needed:
+            return (
+                f"{count} latency sample(s) in the round, fewer than the {needed} that {metric} needs "
+                f"({result.requests} requests sent, {result.ok} answered 2xx, {result.error_count} errors)"
+            )
+    return None
