@@ -20,6 +20,7 @@ from pytest_netperf.drivers.base import CommandRunner, Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.results import RoundResult
 from pytest_netperf.measure.targets import TargetLike, host_header, target_url
+from pytest_netperf.measure.validity import samples_problem, saturation_problem
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
 from pytest_netperf.verdict.sequential import SequentialPlan, run_sequential
@@ -47,6 +48,10 @@ class Series:
     rounds: list[RoundResult] = field(default_factory=list)
     #: Image -> digest of the containers behind the target (empty for a plain URL).
     images: dict[str, str] = field(default_factory=dict)
+    #: The driver that measures this series.
+    driver_instance: Any = None
+    #: Says why the target may no longer be measured (its topology is gone), or None.
+    guard: Optional[Callable[[], Optional[str]]] = None
 
     def values(self, metric: str) -> list[float]:
         """Per-round values of ``metric``."""
@@ -270,9 +275,17 @@ class Gate:
         name = driver or self._default_driver
         drv = self._driver_factory(name, runner)
         images = {} if isinstance(target, str) else dict(getattr(target, "images", None) or {})
-        series = Series(label=label, url=url, where=where, driver=drv.name, shape=shape, images=images)
-        series._driver = drv  # type: ignore[attr-defined]
-        return series
+        guard = None if isinstance(target, str) else getattr(target, "guard", None)
+        return Series(
+            label=label,
+            url=url,
+            where=where,
+            driver=drv.name,
+            shape=shape,
+            images=images,
+            driver_instance=drv,
+            guard=guard if callable(guard) else None,
+        )
 
     def _new_measurement(
         self, key: Optional[str], cand: Series, ref: Optional[Series], hops: Optional[int]
@@ -292,16 +305,28 @@ class Gate:
             f"{self.test_id} [{m.key}] round {index + 1}/{total} {series.label} "
             f"({series.shape.describe()}, {time.monotonic() - self._started:.0f}s elapsed)"
         )
+        where = f"{series.label} {series.url} (round {index + 1})"
+        if series.guard is not None:
+            problem = series.guard()
+            if problem:
+                raise InvalidMeasurement(f"{where}: {problem}; no load was sent")
         try:
-            result = series._driver.run(series.url, series.shape)  # type: ignore[attr-defined]
+            result = series.driver_instance.run(series.url, series.shape)
         except DriverError as exc:
             raise InvalidMeasurement(f"{series.label} {series.url}: {exc}") from exc
-        if result.client.saturated:
-            reasons = "; ".join(result.client.saturation_reasons) or "no reason given"
-            raise InvalidMeasurement(
-                f"the load driver was saturated measuring {series.label} {series.url} (round {index + 1}): {reasons}"
-            )
+        problem = saturation_problem(result)
+        if problem:
+            raise InvalidMeasurement(f"{where}: {problem}")
         series.rounds.append(result)
+
+    def _data_problem(self, m: Measurement, b: Budget) -> Optional[str]:
+        """Why budget ``b`` has no data to be judged on in ``m`` (too few samples), or None."""
+        for series in m.series():
+            if series is m.candidate or b.comparison == "reference":
+                problem = samples_problem(series.rounds, b.metric)
+                if problem:
+                    return f"{series.label}: {problem}"
+        return None
 
     def _run_rounds(self, m: Measurement, rounds: Optional[int]) -> None:
         """The sequential procedure (:func:`run_sequential`) over interleaved rounds."""
@@ -348,6 +373,8 @@ class Gate:
     def _verdicts(self, m: Measurement, look: int, looks: int) -> dict[str, stats.Verdict]:
         out: dict[str, stats.Verdict] = {}
         for b in self._applicable(m):
+            if self._data_problem(m, b):
+                continue  # INVALID: decided in finish()
             vals = self._values(m, b)
             if b.comparison == "baseline" and vals["baseline"] is None:
                 continue  # NEW: decided in finish()
@@ -393,6 +420,10 @@ class Gate:
                 "baseline" if b.comparison == "baseline" else (ref_label if b.comparison == "reference" else "absolute")
             )
             v = m.verdicts.get(b.text)
+            no_data = self._data_problem(m, b)
+            if no_data:
+                outcomes.append(BudgetOutcome(self.test_id, m.key, b, Status.INVALID, None, [no_data], label))
+                continue
             if b.comparison == "baseline" and v is None:
                 outcomes.append(
                     BudgetOutcome(

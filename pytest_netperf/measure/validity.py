@@ -1,7 +1,8 @@
-"""Whether a measured round may be judged at all: no verdict without data.
+"""Whether measured rounds may be judged at all: no verdict without data.
 
-A round is INVALID (never a PASS or a FAIL) when the driver was saturated, or when it has
-too few completed requests for a latency metric it is judged on: a percentile ``q``
+A round of a saturated driver makes the measurement INVALID. A latency budget is INVALID
+(never a PASS or a FAIL) when a round has too few latency samples (2xx responses) for
+its metric: a percentile ``q``
 needs at least ``ceil(100 / (100 - q))`` latency samples (p50: 2, p90: 10, p99: 100,
 p99.9: 1000), so that at least one sample lies at or above it; the mean and the maximum
 need one. An empty histogram is never a latency of 0.
@@ -29,16 +30,21 @@ def samples_needed(metric: str) -> int:
     return 1 if q is None else math.ceil(100.0 / (100.0 - q) - 1e-9)
 
 
-def round_problem(result: RoundResult, judged: Iterable[str]) -> Optional[str]:
-    """Why ``result`` cannot be judged on the metrics ``judged``, or None when it can."""
-    if result.client.saturated:
-        return "the load driver was saturated: " + ("; ".join(result.client.saturation_reasons) or "no reason given")
-    count = result.latency.count
-    for metric in sorted(set(judged), key=samples_needed, reverse=True):
-        needed = samples_needed(metric)
-        if count < needed:
+def saturation_problem(result: RoundResult) -> Optional[str]:
+    """Why the driver's own health invalidates ``result``, or None."""
+    if not result.client.saturated:
+        return None
+    return "the load driver was saturated: " + ("; ".join(result.client.saturation_reasons) or "no reason given")
+
+
+def samples_problem(rounds: Iterable[RoundResult], metric: str) -> Optional[str]:
+    """Why ``metric`` cannot be judged on ``rounds`` (too few latency samples), or None."""
+    needed = samples_needed(metric)
+    for index, result in enumerate(rounds, start=1):
+        if result.latency.count < needed:
             return (
-                f"{count} latency sample(s) in the round, fewer than the {needed} that {metric} needs "
-                f"({result.requests} requests sent, {result.ok} answered 2xx, {result.error_count} errors)"
+                f"round {index} has {result.latency.count} latency sample(s), fewer than the {needed} "
+                f"that {metric} needs ({result.requests} requests sent, {result.ok} answered 2xx, "
+                f"{result.error_count} errors): no verdict without data"
             )
     return None
