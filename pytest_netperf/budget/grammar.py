@@ -331,11 +331,33 @@ def _build(
         raise BudgetSyntaxError(
             f"'==' in budget {source!r} is only for counts (errors, error_rate, sockets); use <, <=, > or >="
         )
+    _check_satisfiable(source, metric, form, op, float(threshold))
     if form in ("loss", "added", "ratio"):
         comparison: Comparison = "baseline" if target == "baseline" else "reference"
     else:
         comparison = "absolute"
     return Budget(source, metric, op, float(threshold), comparison, form, per_hop)
+
+
+def _check_satisfiable(source: str, metric: str, form: Form, op: str, threshold: float) -> None:
+    """Reject thresholds that overflow, counts that are not whole, and budgets that can never hold."""
+    if not math.isfinite(threshold):
+        raise BudgetSyntaxError(f"{source!r}: the threshold is too large to represent; write a finite number")
+    family = metrics.get(metric).family
+    if form == "value" and family is Family.COUNT and not threshold.is_integer():
+        raise BudgetSyntaxError(f"{source!r}: {metric} is a count of whole {metric}; write a whole number")
+    never = form == "value" and (
+        (op == "<" and threshold <= 0) or (op == "<=" and threshold <= 0 and family is Family.LATENCY)
+    )
+    if never:
+        raise BudgetSyntaxError(
+            f"{source!r} can never hold: {metric} is never below 0"
+            + (" and a latency is never 0" if family is Family.LATENCY else "")
+            + {
+                Family.COUNT: f"; for none at all write '{metric} == 0'",
+                Family.FRACTION: f"; write '{metric} == 0%'",
+            }.get(family, "")
+        )
 
 
 def _check_ratio(source: str, metric: str, form: Form, kind: Family, target: Optional[str]) -> Form:
@@ -358,6 +380,11 @@ def _check_ratio(source: str, metric: str, form: Form, kind: Family, target: Opt
 
 
 def _check_loss(source: str, metric: str, unit: str, number: float) -> float:
+    if metrics.get(metric).exact:
+        raise BudgetSyntaxError(
+            f"{source!r}: a loss applies to rps; {metric} budgets are absolute, "
+            "e.g. 'errors == 0' or 'error_rate <= 1%'"
+        )
     if metric != "rps":
         raise BudgetSyntaxError(
             f"{source!r}: a loss applies to rps; for latency write "

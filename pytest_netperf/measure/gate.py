@@ -31,6 +31,53 @@ DriverFactory = Callable[[Optional[str], Optional[CommandRunner]], Driver]
 BaselineLookup = Callable[[str, str, str], Optional[list[float]]]
 
 
+class LoadOptionError(NetperfError, ValueError):
+    """A load option of ``measure()``/``compare()`` is unknown or out of range; names it."""
+
+
+_SHAPE_ALIASES = {"duration": "duration_s", "warmup": "warmup_s", "timeout": "timeout_s"}
+_ARRIVALS = ("constant", "poisson")
+
+
+def _check_load_option(given: str, name: str, value: Any) -> Any:
+    """``value`` of load option ``name`` (written as ``given``) checked; LoadOptionError otherwise."""
+
+    def bad(expected: str) -> LoadOptionError:
+        return LoadOptionError(f"load option {given}={value!r}: expected {expected}")
+
+    def number(minimum: float, inclusive: bool) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise bad(f"a number {'>=' if inclusive else '>'} {minimum:g}")
+        if value < minimum or (value == minimum and not inclusive) or value == float("inf"):
+            raise bad(f"a finite number {'>=' if inclusive else '>'} {minimum:g}")
+        return float(value)
+
+    def whole(minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise bad(f"a whole number >= {minimum}")
+        return value
+
+    if name in ("duration_s", "timeout_s", "interval_s"):
+        return number(0.0, inclusive=False)
+    if name == "warmup_s":
+        return number(0.0, inclusive=True)
+    if name == "rate":
+        return None if value is None else number(0.0, inclusive=False)
+    if name == "connections":
+        return whole(1)
+    if name == "threads":
+        return None if value is None else whole(1)
+    if name == "body_size":
+        return whole(0)
+    if name == "arrival" and value not in _ARRIVALS:
+        raise bad(" or ".join(repr(a) for a in _ARRIVALS))
+    if name == "method" and not (isinstance(value, str) and value.isalpha()):
+        raise bad("an HTTP method such as 'GET'")
+    if name == "new_connection_per_request" and not isinstance(value, bool):
+        raise bad("True or False")
+    return value
+
+
 def series_name(measurement_key: str, label: str) -> str:
     """Name of a measured series in baselines and plots (``candidate``, ``hops=3/reference``)."""
     return label if measurement_key == "default" else f"{measurement_key}/{label}"
@@ -166,6 +213,7 @@ class Gate:
         **shape_args: Any,
     ) -> Measurement:
         """Measure one target in rounds; returns the measurement (rounds included)."""
+        self._check_call(hops, rounds)
         needs_ref = [b.text for b in self.budgets if b.comparison == "reference"]
         if needs_ref:
             raise NetperfError(
@@ -189,6 +237,7 @@ class Gate:
         **shape_args: Any,
     ) -> Measurement:
         """Measure candidate and reference in interleaved rounds (R C C R …)."""
+        self._check_call(hops, rounds)
         shape = self._shape(shape_args)
         if self.settings.calibrate:
             candidate = reference  # A/A: the reference measured against itself
@@ -203,6 +252,7 @@ class Gate:
         outcomes: list[BudgetOutcome] = []
         for m in self.measurements:
             outcomes.extend(self._final_outcomes(m))
+        outcomes.extend(self._unjudged_outcomes(outcomes))
         judged = [o for o in outcomes if o.verdict is not None and o.status.judged]
         if len(judged) > 1:
             alpha = 1.0 - self.settings.confidence
@@ -240,28 +290,23 @@ class Gate:
 
     # ------------------------------------------------------------------ internals
     def _shape(self, args: Mapping[str, Any]) -> LoadShape:
-        known = {f for f in LoadShape.__dataclass_fields__}
-        aliases = {"duration": "duration_s", "warmup": "warmup_s", "timeout": "timeout_s"}
+        known = set(LoadShape.__dataclass_fields__) - {"extra"}
         values: dict[str, Any] = {
             "duration_s": self.settings.duration_s,
             "warmup_s": self.settings.warmup_s,
             "extra": {"max_lag": f"{self.settings.max_lag_ms:g}ms"},
         }
-        for name, value in args.items():
-            name = aliases.get(name, name)
+        for given, value in args.items():
+            name = _SHAPE_ALIASES.get(given, given)
             if name not in known:
-                raise TypeError(f"unknown load option {name!r}; expected one of {sorted(known | set(aliases))}")
+                expected = ", ".join(sorted((known - set(_SHAPE_ALIASES.values())) | set(_SHAPE_ALIASES)))
+                raise LoadOptionError(f"unknown load option {given!r}; expected one of {expected}")
             if name == "headers" and isinstance(value, Mapping):
                 value = tuple(value.items())
-            values[name] = value
+            values[name] = _check_load_option(given, name, value)
         if self.settings.realtime and values.get("rate"):
             values["extra"] = {**values["extra"], "realtime": True}
-        shape = LoadShape(**values)
-        if shape.rate is not None and shape.rate <= 0:
-            raise ValueError(f"rate must be positive, got {shape.rate}")
-        if shape.connections < 1:
-            raise ValueError(f"connections must be >= 1, got {shape.connections}")
-        return shape
+        return LoadShape(**values)
 
     def _series(self, label: str, target: TargetLike, shape: LoadShape, driver: Optional[str]) -> Series:
         url, runner, where = _endpoint_parts(target)
@@ -348,6 +393,19 @@ class Gate:
         """Image -> digest of every container measured by this test (for the fingerprint)."""
         return {k: v for m in self.measurements for s in m.series() for k, v in s.images.items()}
 
+    def _check_call(self, hops: Optional[int], rounds: Optional[int]) -> None:
+        """Per-hop budgets need a hop count; ``rounds`` needs two rounds for an interval."""
+        if hops is not None and (isinstance(hops, bool) or not isinstance(hops, int) or hops < 0):
+            raise LoadOptionError(f"hops={hops!r}: expected a whole number >= 0 (0: a depth-0 reference)")
+        per_hop = [b.text for b in self.budgets if b.per_hop]
+        if per_hop and hops is None:
+            raise LoadOptionError(
+                f"budget {per_hop[0]!r} is per hop: pass hops=N (the hops this measurement crosses, N >= 1; "
+                "hops=0 marks a depth-0 measurement the per-hop budgets skip)"
+            )
+        if rounds is not None and (isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 2):
+            raise LoadOptionError(f"rounds={rounds!r}: expected a whole number >= 2 (an interval needs 2 rounds)")
+
     def measurement(self, key: str) -> Measurement:
         """The measurement called ``key``."""
         return next(m for m in self.measurements if m.key == key)
@@ -361,6 +419,21 @@ class Gate:
                 continue
             out.append(b)
         return out
+
+    def _unjudged_outcomes(self, outcomes: Sequence[BudgetOutcome]) -> list[BudgetOutcome]:
+        """An INVALID outcome for every budget no measurement judged: none goes unreported."""
+        judged = {o.budget.text for o in outcomes}
+        key = self.measurements[-1].key if self.measurements else "default"
+        missing = []
+        for b in self.budgets:
+            if b.text in judged:
+                continue
+            if b.per_hop:
+                why = "per hop, but every measurement had hops=0: pass hops=N >= 1 where N hops are crossed"
+            else:
+                why = "no measurement of this test could judge it"
+            missing.append(BudgetOutcome(self.test_id, key, b, Status.INVALID, None, [f"never judged: {why}"]))
+        return missing
 
     def _values(self, m: Measurement, b: Budget) -> dict[str, Optional[list[float]]]:
         cand = m.candidate.values(b.metric)

@@ -221,3 +221,27 @@ def test_budget_is_frozen_and_hashable() -> None:
     with pytest.raises(AttributeError):
         budget.threshold = 2.0  # type: ignore[misc]
     assert len({budget, parse_budget("p90 < 1ms")}) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("errors == 0.5", "errors is a count of whole errors"),
+        ("sockets == 0.5", "sockets is a count of whole sockets"),
+        ("errors < 0", "can never hold"),
+        ("p90 < 0ms", "can never hold"),
+        ("p90 <= 0ms", "a latency is never 0"),
+        ("p90 < 1e308s", "too large to represent"),
+        ("rps < 0", "can never hold"),
+    ],
+)
+def test_budgets_that_can_only_fail_or_overflow_are_rejected(text: str, message: str) -> None:
+    with pytest.raises(BudgetSyntaxError, match=message):
+        parse_budget(text)
+
+
+def test_a_loss_of_errors_suggests_an_error_budget_not_added_latency() -> None:
+    with pytest.raises(BudgetSyntaxError) as info:
+        parse_budget("errors_loss <= 5%")
+    assert "errors == 0" in str(info.value)
+    assert "_added" not in str(info.value)
