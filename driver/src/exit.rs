@@ -11,6 +11,8 @@ pub enum ExitCode {
     Unreachable = 3,
     /// Interrupted by a signal.
     Interrupted = 4,
+    /// The target stopped accepting connections during the run.
+    Vanished = 5,
 }
 
 /// A failure with its exit code and a one-line message.
@@ -44,6 +46,14 @@ impl Failure {
         Self {
             code: ExitCode::Interrupted,
             message: "interrupted".into(),
+        }
+    }
+
+    /// The target vanished mid-round (exit 5).
+    pub fn vanished(message: impl Into<String>) -> Self {
+        Self {
+            code: ExitCode::Vanished,
+            message: one_line(message.into()),
         }
     }
 

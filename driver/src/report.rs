@@ -65,6 +65,9 @@ pub struct Summary {
     pub requests: u64,
     pub ok: u64,
     pub non_2xx: u64,
+    /// Requests sent before the window and still unanswered at its end: in `latency_ns` at
+    /// their age then (a lower bound), not in `requests`, `ok` or `service_time_ns`.
+    pub censored: u64,
     pub status_codes: BTreeMap<String, u64>,
     pub errors: BTreeMap<&'static str, u64>,
     pub sockets_opened: u64,
@@ -220,6 +223,7 @@ impl Document {
                 requests: stats.requests,
                 ok: stats.ok,
                 non_2xx: stats.non_2xx,
+                censored: stats.censored,
                 status_codes,
                 errors,
                 sockets_opened: stats.sockets_opened + facts.preflight_sockets,
@@ -229,7 +233,7 @@ impl Document {
                 scheduled: open.then_some(stats.scheduled),
                 queued: stats.queued,
             },
-            latency_ns: summarize(&stats.latency),
+            latency_ns: summarize(&stats.latency_with_censored()),
             service_time_ns: summarize(&stats.service),
             schedule_lag_ns: lag,
             connect_time_ns: plan
@@ -272,6 +276,12 @@ impl Document {
             "  requests {}  ok {}  non-2xx {}  achieved {:.1} rps\n",
             s.requests, s.ok, s.non_2xx, s.achieved_rps
         ));
+        if s.censored > 0 {
+            out.push_str(&format!(
+                "  censored {} (unanswered at the end of the window; in latency at their age)\n",
+                s.censored
+            ));
+        }
         let errs: Vec<String> = s
             .errors
             .iter()

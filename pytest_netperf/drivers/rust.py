@@ -9,6 +9,7 @@ import subprocess
 from typing import Optional
 
 from pytest_netperf.drivers.base import CommandOutcome, CommandRunner, LoadShape
+from pytest_netperf.drivers.process_guard import die_with_parent
 from pytest_netperf.errors import DriverError, DriverNotFoundError
 from pytest_netperf.measure.results import RoundResult
 
@@ -19,7 +20,13 @@ BINARY_ENV = "NETPERF_DRIVER"
 #: Extra seconds a run may take beyond warmup + duration + timeout before it is killed.
 RUN_GRACE_S = 30.0
 
-_EXIT_MEANINGS = {1: "failed", 2: "rejected its arguments", 3: "could not reach the target", 4: "was interrupted"}
+_EXIT_MEANINGS = {
+    1: "failed",
+    2: "rejected its arguments",
+    3: "could not reach the target",
+    4: "was interrupted",
+    5: "lost the target mid-round",
+}
 _INSTALL_HINT = (
     "install it with `pip install -e .` (builds and installs the binary) or "
     "`cargo build --release --manifest-path driver/Cargo.toml` and set NETPERF_DRIVER "
@@ -41,7 +48,11 @@ def find_driver_binary() -> str:
 
 
 class LocalRunner:
-    """Runs the driver as a local subprocess; argv[0] is replaced by the binary path."""
+    """Runs the driver as a local subprocess; argv[0] is replaced by the binary path.
+
+    The driver gets SIGTERM (and stops its load within ~50 ms) when the thread that started
+    it dies, so a SIGKILLed test run leaves no driver sending load behind (Linux).
+    """
 
     where = "host"
 
@@ -59,7 +70,14 @@ class LocalRunner:
         """Run ``argv`` with the local binary and wait at most ``timeout_s``."""
         command = [self.binary, *argv[1:]]
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s, check=False)
+            done = subprocess.run(
+                command,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+                check=False,
+                preexec_fn=die_with_parent(),
+            )
         except subprocess.TimeoutExpired as exc:
             raise DriverError(f"{BINARY_NAME} on {self.where} did not finish within {timeout_s:g}s") from exc
         except OSError as exc:

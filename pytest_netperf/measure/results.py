@@ -114,6 +114,10 @@ class RoundResult:
     connections: Optional[int] = None
     driver_version: str = ""
     config: dict[str, Any] = field(default_factory=dict)
+    #: Requests still in flight at the end of the window that no response or error of the
+    #: window accounts for; they are in ``latency`` at their age then, a lower bound of
+    #: their latency (not in ``requests``/``ok``/``service_time``). Rust driver only.
+    censored: int = 0
 
     @property
     def error_count(self) -> int:
@@ -206,4 +210,5 @@ class RoundResult:
             connections=cfg.get("connections"),
             driver_version=str(doc.get("tool", {}).get("version", "")),
             config=dict(cfg),
+            censored=int(summ.get("censored", 0)),
         )

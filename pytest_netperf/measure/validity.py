@@ -44,7 +44,8 @@ def samples_problem(rounds: Iterable[RoundResult], metric: str) -> Optional[str]
         if result.latency.count < needed:
             return (
                 f"round {index} has {result.latency.count} latency sample(s), fewer than the {needed} "
-                f"that {metric} needs ({result.requests} requests sent, {result.ok} answered 2xx, "
-                f"{result.error_count} errors): no verdict without data"
+                f"that {metric} needs ({result.requests} requests completed, {result.ok} answered 2xx, "
+                f"{result.error_count} errors, {result.censored} still unanswered at the end): "
+                "no verdict without data"
             )
     return None

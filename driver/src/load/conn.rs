@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 
 use mio::net::TcpStream;
 
+use super::liveness::ConnectError;
 use super::stats::ErrorKind;
 use crate::http1::{parse_response_head, BodyReader};
 
@@ -92,11 +93,11 @@ impl ClientConn {
     }
 
     /// Start a non-blocking connect.
-    pub fn start_connect(&mut self, addr: SocketAddr, now_ns: u64) -> Result<(), ErrorKind> {
+    pub fn start_connect(&mut self, addr: SocketAddr, now_ns: u64) -> Result<(), ConnectError> {
         self.reset_parser();
         self.connect_started_ns = now_ns;
         self.connects += 1;
-        let stream = TcpStream::connect(addr).map_err(|e| ErrorKind::from_connect(&e))?;
+        let stream = TcpStream::connect(addr).map_err(|e| ConnectError::from_io(&e))?;
         let _ = stream.set_nodelay(true);
         self.stream = Some(stream);
         self.state = ConnState::Connecting;
@@ -104,12 +105,12 @@ impl ClientConn {
     }
 
     /// After a readiness event while connecting: `Ok(true)` once connected.
-    pub fn finish_connect(&mut self) -> Result<bool, ErrorKind> {
+    pub fn finish_connect(&mut self) -> Result<bool, ConnectError> {
         let Some(stream) = &self.stream else {
-            return Err(ErrorKind::Other);
+            return Err(ConnectError::of_kind(ErrorKind::Other));
         };
         match stream.take_error() {
-            Ok(Some(e)) | Err(e) => return Err(ErrorKind::from_connect(&e)),
+            Ok(Some(e)) | Err(e) => return Err(ConnectError::from_io(&e)),
             Ok(None) => {}
         }
         match stream.peer_addr() {
@@ -118,7 +119,7 @@ impl ClientConn {
                 Ok(true)
             }
             Err(e) if e.kind() == io::ErrorKind::NotConnected => Ok(false),
-            Err(e) => Err(ErrorKind::from_connect(&e)),
+            Err(e) => Err(ConnectError::from_io(&e)),
         }
     }
 

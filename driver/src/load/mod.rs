@@ -1,6 +1,7 @@
 //! `netperf-driver http`: plan, pre-flight connections, run the worker threads, merge.
 
 pub mod conn;
+pub mod liveness;
 pub mod plan;
 pub mod schedule;
 pub mod signal;
@@ -19,6 +20,7 @@ use crate::exit::Failure;
 use crate::health::process_cpu;
 use crate::report::{Document, RunFacts};
 use conn::ClientConn;
+use liveness::Liveness;
 use plan::Plan;
 use stats::ThreadStats;
 use worker::{run_worker, Timeline};
@@ -129,12 +131,14 @@ fn measure(
         window_end_ns,
         hard_end_ns: window_end_ns + plan.timeout_ns + DRAIN_GRACE_NS,
     };
+    let liveness = Arc::new(Liveness::new(start_ns));
     let mut handles = Vec::with_capacity(plan.threads);
     for (t, conns) in per_thread.into_iter().enumerate() {
         let plan = Arc::clone(&plan);
+        let liveness = Arc::clone(&liveness);
         let h = std::thread::Builder::new()
             .name(format!("load-{t}"))
-            .spawn(move || run_worker(plan, tl, t, conns))
+            .spawn(move || run_worker(plan, tl, t, conns, liveness))
             .map_err(|e| Failure::other(format!("cannot start thread: {e}")))?;
         handles.push(h);
     }
@@ -156,6 +160,9 @@ fn measure(
     }
     if signal::INTERRUPTED.load(Ordering::Relaxed) {
         return Err(Failure::interrupted());
+    }
+    if let Some(message) = liveness.lost_message() {
+        return Err(Failure::vanished(message));
     }
     if let Some(f) = failure {
         return Err(f);

@@ -79,7 +79,11 @@ impl IntervalAcc {
 /// Everything one worker thread measured.
 #[derive(Debug, Clone)]
 pub struct ThreadStats {
+    /// Latency of 2xx responses (censored samples are kept apart, see [`Self::censor`]).
     pub latency: LatencyHistogram,
+    /// Requests still unanswered when the window ended, at their age then (a lower bound
+    /// of their latency).
+    pub censored_latency: LatencyHistogram,
     pub service: LatencyHistogram,
     pub lag: LatencyHistogram,
     pub connect: LatencyHistogram,
@@ -87,6 +91,8 @@ pub struct ThreadStats {
     pub requests: u64,
     pub ok: u64,
     pub non_2xx: u64,
+    /// Requests censored at the end of the window (see [`Self::censor`]).
+    pub censored: u64,
     pub errors: [u64; ERROR_KINDS],
     /// Responses (any status, warmup requests included) completed inside the window.
     pub completed_in_window: u64,
@@ -110,6 +116,7 @@ impl ThreadStats {
     pub fn new(window_start_ns: u64, interval_ns: u64, intervals: usize, open_loop: bool) -> Self {
         Self {
             latency: hist::new_latency(),
+            censored_latency: hist::new_latency(),
             service: hist::new_latency(),
             lag: hist::new_latency(),
             connect: hist::new_latency(),
@@ -117,6 +124,7 @@ impl ThreadStats {
             requests: 0,
             ok: 0,
             non_2xx: 0,
+            censored: 0,
             errors: [0; ERROR_KINDS],
             completed_in_window: 0,
             sockets_opened: 0,
@@ -178,6 +186,28 @@ impl ThreadStats {
         self.interval(done_ns).completed += 1;
     }
 
+    /// A request still unanswered when the window ended at `window_end_ns`, which no
+    /// response or error of the window will account for (it started before the window):
+    /// its latency is at least its age then, measured from `start_ns` as in
+    /// [`Self::response`]. Recorded as a latency sample (not service time: it was never
+    /// served) and counted in `censored`, not in `requests`/`ok` (no response came).
+    pub fn censor(&mut self, start_ns: u64, window_end_ns: u64) {
+        self.censored += 1;
+        hist::record(
+            &mut self.censored_latency,
+            window_end_ns.saturating_sub(start_ns),
+        );
+    }
+
+    /// Latency of the round: 2xx responses plus censored samples.
+    pub fn latency_with_censored(&self) -> LatencyHistogram {
+        let mut all = self.latency.clone();
+        if !self.censored_latency.is_empty() {
+            hist::merge(&mut all, &self.censored_latency);
+        }
+        all
+    }
+
     /// A transport error attributed to time `at_ns` in the window.
     pub fn error(&mut self, kind: ErrorKind, at_ns: u64) {
         self.errors[kind as usize] += 1;
@@ -194,6 +224,7 @@ impl ThreadStats {
     /// Add `other` into `self`.
     pub fn merge(&mut self, other: &ThreadStats) {
         hist::merge(&mut self.latency, &other.latency);
+        hist::merge(&mut self.censored_latency, &other.censored_latency);
         hist::merge(&mut self.service, &other.service);
         hist::merge(&mut self.lag, &other.lag);
         hist::merge(&mut self.connect, &other.connect);
@@ -206,6 +237,7 @@ impl ThreadStats {
         self.requests += other.requests;
         self.ok += other.ok;
         self.non_2xx += other.non_2xx;
+        self.censored += other.censored;
         self.completed_in_window += other.completed_in_window;
         self.sockets_opened += other.sockets_opened;
         self.reconnects += other.reconnects;
@@ -276,6 +308,25 @@ mod tests {
             ERROR_NAMES[ErrorKind::QueueTimeout as usize],
             "queue_timeout"
         );
+    }
+
+    #[test]
+    fn censored_samples_are_latency_only() {
+        let mut a = ThreadStats::new(1_000, 1_000, 3, false);
+        a.response(1_000, 1_000, 1_500, 200);
+        a.censor(100, 1_100);
+        let mut b = ThreadStats::new(1_000, 1_000, 3, false);
+        b.censor(0, 1_900);
+        a.merge(&b);
+        a.finish();
+        assert_eq!((a.requests, a.ok, a.censored), (1, 1, 2));
+        assert_eq!(a.latency.len(), 1, "responses only");
+        assert_eq!(a.service.len(), 1, "censored requests were never served");
+        let all = a.latency_with_censored();
+        assert_eq!(all.len(), 3);
+        assert_eq!(all.max(), 1_900, "age at the end of the window");
+        assert_eq!(all.min(), 500);
+        assert_eq!(a.intervals.iter().map(|i| i.requests).sum::<u64>(), 1);
     }
 
     #[test]

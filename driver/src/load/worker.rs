@@ -1,6 +1,7 @@
 //! The per-thread load event loop (mio/epoll): closed loop keeps every connection busy;
 //! open loop sends on a precise timetable (timerfd + optional spin) and measures latency
-//! from the intended send time.
+//! from the intended send time. Requests of the warmup still unanswered when the window
+//! ends are censored samples; a target that stops accepting connections ends the round.
 
 use std::collections::VecDeque;
 use std::io;
@@ -11,6 +12,7 @@ use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
 use super::conn::{ClientConn, ConnState, InFlight, ReadOutcome};
+use super::liveness::{ConnectError, Liveness, Watch};
 use super::plan::Plan;
 use super::schedule::Schedule;
 use super::signal::INTERRUPTED;
@@ -67,6 +69,12 @@ struct Worker {
     window_clock: Option<ThreadClock>,
     /// Usage over the window, once it has ended.
     window_usage: Option<ThreadUsage>,
+    /// Unanswered requests of the warmup were censored at the end of the window.
+    censored_done: bool,
+    /// Signs of life of the target, shared by all workers.
+    liveness: Arc<Liveness>,
+    /// This worker's signs of life and failed connects.
+    watch: Watch,
 }
 
 /// Run one worker thread until its share of the window is measured.
@@ -75,6 +83,7 @@ pub fn run_worker(
     tl: Timeline,
     thread: usize,
     conns: Vec<ClientConn>,
+    liveness: Arc<Liveness>,
 ) -> io::Result<WorkerResult> {
     minimize_timer_slack();
     if plan.realtime {
@@ -130,6 +139,9 @@ pub fn run_worker(
         spin_ns: effective_spin_ns(&plan_spin),
         window_clock: None,
         window_usage: None,
+        censored_done: false,
+        liveness,
+        watch: Watch::default(),
     };
     for i in 0..w.conns.len() {
         if let Some(stream) = &mut w.conns[i].stream {
@@ -194,10 +206,20 @@ impl Worker {
             }
         }
         loop {
-            if INTERRUPTED.load(Ordering::Relaxed) {
+            if INTERRUPTED.load(Ordering::Relaxed) || self.liveness.is_lost() {
                 return Ok(());
             }
             let mut now = mono_ns();
+            if let Some(message) = self
+                .watch
+                .vanished(now, &self.liveness, self.plan.timeout_ns)
+            {
+                self.liveness.declare_lost(message);
+                return Ok(());
+            }
+            if !self.censored_done && now >= self.tl.window_end_ns {
+                self.censor_unanswered();
+            }
             self.track_window(now);
             if !self.stopped && now >= self.tl.window_end_ns {
                 self.stopped = true;
@@ -233,6 +255,22 @@ impl Worker {
                 }
                 let readable = ev.is_readable() || ev.is_read_closed() || ev.is_error();
                 self.on_event(token.0, readable, ev.is_writable());
+            }
+        }
+    }
+
+    /// The window has ended: requests sent (or, open loop, due) before it started and still
+    /// unanswered are accounted for by no response or error of the window, so they would
+    /// vanish from the round. Each becomes a censored latency sample at its age at the end
+    /// of the window (a lower bound of its latency). Requests of the window are still
+    /// awaited (drain) and end as a response or an error.
+    fn censor_unanswered(&mut self) {
+        self.censored_done = true;
+        let end = self.tl.window_end_ns;
+        let pending = self.conns.iter().filter_map(|c| c.req);
+        for r in pending.chain(self.backlog.iter().copied()) {
+            if !r.in_window && r.intended_ns < self.tl.window_start_ns {
+                self.stats.censor(r.intended_ns, end);
             }
         }
     }
@@ -390,14 +428,17 @@ impl Worker {
                     .is_err()
                 {
                     self.conns[i].close();
-                    self.connect_failed(i, ErrorKind::Other, now);
+                    self.connect_failed(i, ConnectError::of_kind(ErrorKind::Other), now);
                 }
             }
-            Err(kind) => self.connect_failed(i, kind, now),
+            Err(e) => self.connect_failed(i, e, now),
         }
     }
 
-    fn connect_failed(&mut self, i: usize, kind: ErrorKind, now: u64) {
+    fn connect_failed(&mut self, i: usize, error: ConnectError, now: u64) {
+        self.watch
+            .connect_failed(self.conns[i].connect_started_ns, error);
+        let kind = error.kind;
         self.close_conn(i);
         let req = self.conns[i].req.take();
         match req {
@@ -426,7 +467,7 @@ impl Worker {
             ConnState::Connecting => match self.conns[i].finish_connect() {
                 Ok(true) => self.on_connected(i, now),
                 Ok(false) => {}
-                Err(kind) => self.connect_failed(i, kind, now),
+                Err(e) => self.connect_failed(i, e, now),
             },
             ConnState::Idle => {
                 if readable {
@@ -465,6 +506,7 @@ impl Worker {
     }
 
     fn on_connected(&mut self, i: usize, now: u64) {
+        self.watch.alive(now, &self.liveness);
         if self.plan.new_connection_per_request {
             if let Some(r) = self.conns[i].req {
                 if r.in_window {
@@ -486,6 +528,7 @@ impl Worker {
             .req
             .take()
             .expect("busy connection has a request");
+        self.watch.alive(done, &self.liveness);
         if req.in_window {
             self.stats
                 .response(req.intended_ns, req.sent_ns, done, status);
@@ -578,7 +621,8 @@ impl Worker {
                     self.fail(i, ErrorKind::Timeout, now)
                 }
                 (ConnState::Connecting, _) if c.connect_started_ns + timeout <= now => {
-                    self.connect_failed(i, ErrorKind::ConnectTimeout, now)
+                    let error = ConnectError::of_kind(ErrorKind::ConnectTimeout);
+                    self.connect_failed(i, error, now)
                 }
                 _ => {}
             }

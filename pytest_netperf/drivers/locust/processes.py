@@ -13,12 +13,9 @@ test run killed without running ``finally`` blocks leaves no Locust process behi
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import functools
 import os
 import signal
 import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,17 +23,7 @@ from typing import IO, Mapping, Optional, Sequence
 
 import psutil
 
-_PR_SET_PDEATHSIG = 1
-_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
-
-
-def _terminate_with_parent(parent_pid: int) -> None:
-    """In the child, before exec: SIGTERM when the parent dies (Linux); exit if it already has."""
-    if _LIBC is None:
-        return
-    _LIBC.prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
-    if os.getppid() != parent_pid:
-        os._exit(1)
+from pytest_netperf.drivers.process_guard import die_with_parent
 
 
 @dataclass
@@ -125,7 +112,7 @@ class ProcessGroups:
             stderr=err,
             env=dict(env) if env is not None else None,
             start_new_session=True,
-            preexec_fn=functools.partial(_terminate_with_parent, os.getpid()),
+            preexec_fn=die_with_parent(signal.SIGTERM),
         )
 
     def wait_all(self, timeout_s: float) -> bool:
