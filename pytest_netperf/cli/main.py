@@ -4,7 +4,7 @@
     netperf baseline diff [TEST_ID_OR_GLOB] [--dir .netperf]
     netperf baseline update (TEST_ID ... | --all) [--dir .netperf]
     netperf baseline prune (--known-from FILE | --collect) [--dry-run] [--dir .netperf]
-    netperf clean
+    netperf clean [--all] [--dry-run]
     netperf images build [--force] [--only ROLE]
     netperf calibrate [PYTEST_ARGS ...]
 
@@ -41,7 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
     baseline = commands.add_parser("baseline", help="inspect and update stored baselines")
     _add_baseline_commands(baseline)
 
-    commands.add_parser("clean", help="remove every container and network netperf left behind")
+    clean = commands.add_parser(
+        "clean",
+        help="remove the containers and networks of crashed sessions (their process is gone)",
+        description="Remove what pytest-netperf sessions left behind in Docker. By default only "
+        "resources of sessions on this host whose process is gone; running sessions keep theirs.",
+    )
+    clean.add_argument(
+        "--all", action="store_true", help="remove every netperf container and network, running sessions' too"
+    )
+    clean.add_argument("--dry-run", action="store_true", help="only list what would be removed")
 
     images = commands.add_parser("images", help="container images for the topologies")
     image_commands = images.add_subparsers(dest="images_command", required=True, metavar="ACTION")
@@ -101,7 +110,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "baseline":
         return _run_baseline(args)
     if args.command == "clean":
-        return run_clean()
+        return run_clean(everything=args.all, dry_run=args.dry_run)
     if args.command == "images":
         return run_images_build(args.force, args.only)
     return run_calibrate(extra[1:] if extra[:1] == ["--"] else extra)
@@ -119,21 +128,33 @@ def _run_baseline(args: argparse.Namespace) -> int:
     return cli_baseline.prune(store, args.known_from, args.collect, args.dry_run)
 
 
-def run_clean() -> int:
-    """Remove netperf's containers and networks (``runtime.cleanup.clean_all``)."""
+def run_clean(everything: bool = False, dry_run: bool = False) -> int:
+    """Remove crashed sessions' containers and networks (all of ours with ``everything``).
+
+    A session counts as crashed when its labels name this host and a pid that no longer
+    runs (``runtime.cleanup.staleness``); a running session's topology stays, because its
+    driver may still be sending to those addresses. ``dry_run`` lists without removing.
+    """
     try:
-        from pytest_netperf.runtime.cleanup import clean_all
+        from pytest_netperf.runtime.cleanup import clean
     except ImportError as exc:
         return _fail(f"clean: the Docker runtime is not available in this installation ({exc})")
     try:
-        removed = clean_all(verbose=True)
+        result = clean(everything=everything, dry_run=dry_run, say=print)
     except NetperfError as exc:
         return _fail(f"clean: {exc}")
     except Exception as exc:  # docker SDK errors when the daemon is absent or refuses
         if _is_docker_error(exc):
             return _fail(f"clean: Docker is not available: {exc}")
         raise
-    print(f"netperf: removed {removed} container(s)/network(s)")
+    for line in result.kept_lines():
+        print(line)
+    if result.kept:
+        print("netperf: `netperf clean --all` also removes what was kept (stops running sessions' topologies)")
+    if dry_run:
+        print(f"netperf: would remove {len(result.removed)} container(s)/network(s) (dry run: nothing removed)")
+    else:
+        print(f"netperf: removed {len(result.removed)} container(s)/network(s)")
     return 0
 
 

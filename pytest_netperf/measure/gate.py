@@ -18,6 +18,7 @@ from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.budget.metrics import ERROR_METRICS
 from pytest_netperf.drivers.base import CommandRunner, Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
+from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
 from pytest_netperf.measure.results import RoundResult
 from pytest_netperf.measure.targets import TargetLike, host_header, target_url
 from pytest_netperf.measure.validity import samples_problem, saturation_problem
@@ -29,53 +30,6 @@ from pytest_netperf.verdict.status import Status
 ProgressFn = Callable[[str], None]
 DriverFactory = Callable[[Optional[str], Optional[CommandRunner]], Driver]
 BaselineLookup = Callable[[str, str, str], Optional[list[float]]]
-
-
-class LoadOptionError(NetperfError, ValueError):
-    """A load option of ``measure()``/``compare()`` is unknown or out of range; names it."""
-
-
-_SHAPE_ALIASES = {"duration": "duration_s", "warmup": "warmup_s", "timeout": "timeout_s"}
-_ARRIVALS = ("constant", "poisson")
-
-
-def _check_load_option(given: str, name: str, value: Any) -> Any:
-    """``value`` of load option ``name`` (written as ``given``) checked; LoadOptionError otherwise."""
-
-    def bad(expected: str) -> LoadOptionError:
-        return LoadOptionError(f"load option {given}={value!r}: expected {expected}")
-
-    def number(minimum: float, inclusive: bool) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
-            raise bad(f"a number {'>=' if inclusive else '>'} {minimum:g}")
-        if value < minimum or (value == minimum and not inclusive) or value == float("inf"):
-            raise bad(f"a finite number {'>=' if inclusive else '>'} {minimum:g}")
-        return float(value)
-
-    def whole(minimum: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise bad(f"a whole number >= {minimum}")
-        return value
-
-    if name in ("duration_s", "timeout_s", "interval_s"):
-        return number(0.0, inclusive=False)
-    if name == "warmup_s":
-        return number(0.0, inclusive=True)
-    if name == "rate":
-        return None if value is None else number(0.0, inclusive=False)
-    if name == "connections":
-        return whole(1)
-    if name == "threads":
-        return None if value is None else whole(1)
-    if name == "body_size":
-        return whole(0)
-    if name == "arrival" and value not in _ARRIVALS:
-        raise bad(" or ".join(repr(a) for a in _ARRIVALS))
-    if name == "method" and not (isinstance(value, str) and value.isalpha()):
-        raise bad("an HTTP method such as 'GET'")
-    if name == "new_connection_per_request" and not isinstance(value, bool):
-        raise bad("True or False")
-    return value
 
 
 def series_name(measurement_key: str, label: str) -> str:
@@ -297,13 +251,13 @@ class Gate:
             "extra": {"max_lag": f"{self.settings.max_lag_ms:g}ms"},
         }
         for given, value in args.items():
-            name = _SHAPE_ALIASES.get(given, given)
+            name = SHAPE_ALIASES.get(given, given)
             if name not in known:
-                expected = ", ".join(sorted((known - set(_SHAPE_ALIASES.values())) | set(_SHAPE_ALIASES)))
+                expected = ", ".join(sorted((known - set(SHAPE_ALIASES.values())) | set(SHAPE_ALIASES)))
                 raise LoadOptionError(f"unknown load option {given!r}; expected one of {expected}")
             if name == "headers" and isinstance(value, Mapping):
                 value = tuple(value.items())
-            values[name] = _check_load_option(given, name, value)
+            values[name] = check_load_option(given, name, value)
         if self.settings.realtime and values.get("rate"):
             values["extra"] = {**values["extra"], "realtime": True}
         return LoadShape(**values)
@@ -362,6 +316,9 @@ class Gate:
         problem = saturation_problem(result)
         if problem:
             raise InvalidMeasurement(f"{where}: {problem}")
+        gone = series.guard() if series.guard is not None else None
+        if gone:  # vanished during the round: what answered may not have been the target
+            raise InvalidMeasurement(f"{where}: {gone} (during the round)")
         series.rounds.append(result)
 
     def _data_problem(self, m: Measurement, b: Budget) -> Optional[str]:

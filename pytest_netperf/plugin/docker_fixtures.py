@@ -4,6 +4,10 @@ Layers, like pytest-httpserver: ``netperf_image_overrides`` (override it to pin 
 ``netperf_docker`` (session: the runtime, stale cleanup, signal handlers) → topology
 fixtures (module scope, parametrizable with ``indirect=True``) and the per-test
 ``netperf_topology`` factory for your own topologies.
+
+The terminal summary gets one line with each topology's startup time and, when the
+session removed leftovers of crashed sessions, one line saying what it removed. Under
+pytest-xdist each worker sends both to the controller (``config.workeroutput``).
 """
 
 from __future__ import annotations
@@ -21,13 +25,17 @@ import pytest
 
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
 from pytest_netperf.images.resolve import resolve_image
-from pytest_netperf.runtime.cleanup import clean_session, clean_stale
+from pytest_netperf.runtime.cleanup import clean_session, remove_stale
 from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology
 from pytest_netperf.topology import builders
 from pytest_netperf.topology.model import Topology
 
 STARTUP_TIMES = pytest.StashKey[dict[str, float]]()
+#: One line per crashed session whose leftovers this run removed.
+LEFTOVERS_REMOVED = pytest.StashKey[list[str]]()
+#: Key of this module's data in an xdist worker's ``workeroutput``.
+WORKEROUTPUT_KEY = "netperf_docker"
 _HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
@@ -54,7 +62,11 @@ def netperf_docker(
     except (RuntimeUnavailable, ImageMissingError) as exc:
         pytest.skip(str(exc))
     session_id = uuid.uuid4().hex[:8]
-    clean_stale(client)
+    stale = remove_stale(client)
+    if stale.removed:
+        worker = os.environ.get("PYTEST_XDIST_WORKER")
+        where = f" [{worker}]" if worker else ""
+        _record(request.config, leftovers=[f"{stale.summary()} (their processes were gone){where}"])
     runtime = DockerRuntime(session_id, {"echo": echo_image}, client, overrides=netperf_image_overrides)
     restore_signals = _install_signal_cleanup(session_id)
     last_resort = _register_atexit(session_id)
@@ -65,7 +77,7 @@ def netperf_docker(
         clean_session(session_id, client)
         restore_signals()
         atexit.unregister(last_resort)
-        request.config.stash.setdefault(STARTUP_TIMES, {}).update(runtime.startup_times)
+        _record(request.config, startup=runtime.startup_times)
 
 
 @pytest.fixture(scope="module")
@@ -113,11 +125,44 @@ def netperf_topology(netperf_docker: DockerRuntime) -> Iterator[Callable[[Topolo
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
-    """One line with the startup time of each topology brought up in this session."""
+    """The startup time of each topology brought up in this session; leftovers removed."""
+    for line in config.stash.get(LEFTOVERS_REMOVED, []):
+        terminalreporter.write_line(f"netperf docker: {line}")
     times = config.stash.get(STARTUP_TIMES, {})
     if times:
         text = ", ".join(f"{name} {seconds:.2f}s" for name, seconds in sorted(times.items()))
         terminalreporter.write_line(f"netperf docker topology startup: {text}")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """pytest-xdist controller: take over what a finished worker recorded."""
+    data = (getattr(node, "workeroutput", None) or {}).get(WORKEROUTPUT_KEY)
+    if data:
+        _merge(node.config, data.get("startup") or {}, data.get("leftovers") or [])
+
+
+def _record(
+    config: pytest.Config, startup: Mapping[str, float] | None = None, leftovers: list[str] | None = None
+) -> None:
+    """Keep startup times and leftover notes for the summary; an xdist worker also sends them.
+
+    A worker's ``workeroutput`` holds everything recorded so far (the controller reads it
+    once, when the worker finishes), so a later call only adds to the earlier ones.
+    """
+    _merge(config, startup or {}, leftovers or [])
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:  # plain types only: execnet serializes them
+        times: dict[str, float] = config.stash.get(STARTUP_TIMES, {})
+        notes: list[str] = config.stash.get(LEFTOVERS_REMOVED, [])
+        workeroutput[WORKEROUTPUT_KEY] = {"startup": dict(times), "leftovers": list(notes)}
+
+
+def _merge(config: pytest.Config, startup: Mapping[str, float], leftovers: list[str]) -> None:
+    times = config.stash.setdefault(STARTUP_TIMES, {})
+    for name, seconds in startup.items():  # several workers may start the same topology: the slowest
+        times[name] = max(float(seconds), times.get(name, 0.0))
+    config.stash.setdefault(LEFTOVERS_REMOVED, []).extend(leftovers)  # each worker's lines arrive once
 
 
 def _params(request: pytest.FixtureRequest, key: str, default: Any) -> dict[str, Any]:

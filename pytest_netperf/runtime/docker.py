@@ -1,8 +1,16 @@
-"""The Docker runtime: realize a Topology as one bridge network plus labelled containers."""
+"""The Docker runtime: realize a Topology as one bridge network plus labelled containers.
+
+Containers run with every capability dropped (each role gets back only what it needs,
+:data:`ROLE_CAPABILITIES`) and ``no-new-privileges``; the network is ``internal`` (no
+route out of the host; the host itself still reaches the containers' addresses). An
+:class:`Endpoint` carries a guard that tells the gate, before each round, whether its
+address still belongs to this session's running topology.
+"""
 
 from __future__ import annotations
 
 import io
+import ipaddress
 import itertools
 import os
 import re
@@ -11,8 +19,11 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
 
 from docker import DockerClient
+from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 
 from pytest_netperf.drivers.base import CommandRunner
@@ -26,17 +37,120 @@ from pytest_netperf.runtime.runners import ContainerRunner
 from pytest_netperf.topology.model import Topology
 from pytest_netperf.topology.render.containers import ContainerSpec, container_specs
 
-__all__ = ["DockerRuntime", "Endpoint", "RunningTopology", "TopologyStartError", "docker_client"]
+__all__ = [
+    "ROLE_CAPABILITIES",
+    "DockerRuntime",
+    "Endpoint",
+    "RunningTopology",
+    "TopologyGuard",
+    "TopologyStartError",
+    "docker_client",
+    "hardening_options",
+]
 
 #: Containers started at the same time within one wave.
 MAX_PARALLEL_STARTS = 4
 #: Log lines of a failing node attached to the error.
 LOG_TAIL_LINES = 30
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]+")
+#: Capabilities each role gets back after ``cap_drop=["ALL"]`` (found by trying each role
+#: with less: nginx's master runs as root and starts its workers as ``nobody``, which
+#: needs SETUID/SETGID, and it chowns its temp directories to them, which needs CHOWN.
+#: The echo server, HAProxy (no ``user`` directive) and Envoy need none. Binding ports
+#: below 1024 needs nothing either: Docker 20.10+ sets ip_unprivileged_port_start=0 in
+#: each container's network namespace. Kong (official image, not available offline) is
+#: given nginx's set: it is OpenResty and may start as root the same way.
+ROLE_CAPABILITIES: dict[str, tuple[str, ...]] = {
+    "echo": (),
+    "nginx": ("CHOWN", "SETGID", "SETUID"),
+    "haproxy": (),
+    "envoy": (),
+    "kong": ("CHOWN", "SETGID", "SETUID"),
+}
+#: Whether topology networks are ``internal`` (no route off the host). Verified on Docker
+#: 20.10 / cgroup v1: the host still reaches containers on an internal bridge (host to
+#: bridge traffic does not pass the FORWARD chain Docker's isolation rules live in).
+INTERNAL_NETWORKS = True
+
+
+def hardening_options(role: str | None) -> dict[str, Any]:
+    """``containers.create`` options: drop every capability but the role's, no new privileges."""
+    return {
+        "cap_drop": ["ALL"],
+        "cap_add": list(ROLE_CAPABILITIES.get(role or "", ())),
+        "security_opt": ["no-new-privileges"],
+    }
 
 
 class TopologyStartError(NetperfError):
     """A topology could not be brought up; names the node, the probe and its last logs."""
+
+
+@dataclass(frozen=True)
+class TopologyGuard:
+    """Checks that a target's address still belongs to this session's running topology.
+
+    Two Docker API calls: inspect the network (by the id it was created with: a network
+    re-created under the same name does not pass) and inspect the target's container.
+    """
+
+    client: DockerClient = field(repr=False, compare=False)
+    topology: str
+    network: str
+    network_id: str
+    #: session, pid and host labels the network and container must still carry
+    labels: Mapping[str, str] = field(compare=False)
+    node: str
+    container_id: str
+    #: the pod root's container: it holds the address (itself unless the node is a sidecar)
+    root_container_id: str
+    #: names that resolve to the pod root on the network (node name and aliases)
+    names: tuple[str, ...] = ()
+
+    def check(self, url: str) -> str | None:
+        """None when load to ``url`` reaches this topology; otherwise why it would not."""
+        host = urlsplit(url).hostname or ""
+        try:
+            network = self.client.api.inspect_network(self.network_id)
+        except NotFound:
+            return (
+                f"network {self.network} of topology {self.topology!r} no longer exists "
+                "(removed behind the session's back, e.g. by `netperf clean --all` or `docker network rm`)"
+            )
+        except APIError as exc:
+            return f"cannot inspect network {self.network}: {exc}"
+        problem = self._label_problem(f"network {self.network}", network.get("Labels"))
+        if problem:
+            return problem
+        attached = (network.get("Containers") or {}).get(self.root_container_id)
+        address = str((attached or {}).get("IPv4Address", "")).split("/")[0]
+        if not attached or not address:
+            return f"the container holding {self.node!r}'s address is no longer attached to network {self.network}"
+        if _is_ip(host):
+            if host != address:
+                return f"{host} is no longer {self.node!r}'s address on {self.network} (now {address})"
+        elif host not in self.names:
+            return f"{host!r} is not a name of {self.node!r} on network {self.network}"
+        try:
+            container = self.client.api.inspect_container(self.container_id)
+        except NotFound:
+            return f"container of node {self.node!r} no longer exists"
+        except APIError as exc:
+            return f"cannot inspect the container of node {self.node!r}: {exc}"
+        state = container.get("State") or {}
+        if not state.get("Running") or state.get("Paused") or state.get("Restarting"):
+            return f"container of node {self.node!r} is not running (status {state.get('Status', '?')})"
+        return self._label_problem(f"container of node {self.node!r}", (container.get("Config") or {}).get("Labels"))
+
+    def _label_problem(self, what: str, found: Mapping[str, str] | None) -> str | None:
+        found = found or {}
+        for key in (L.SESSION, L.PID, L.HOST, L.NETWORK):
+            if found.get(key) != self.labels.get(key):
+                return (
+                    f"{what} no longer carries this session's labels "
+                    f"({key}={found.get(key)!r}, expected {self.labels.get(key)!r})"
+                )
+        return None
 
 
 @dataclass(frozen=True)
@@ -49,6 +163,16 @@ class Endpoint:
     host_header: str | None = None
     #: image -> image id of every container of the topology (for the baseline fingerprint)
     images: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+    #: what :meth:`guard` asks (None: a plain endpoint nothing can vanish under)
+    liveness: TopologyGuard | None = field(default=None, hash=False, compare=False, repr=False)
+
+    def guard(self) -> str | None:
+        """None while ``url`` still reaches this session's running topology, else the reason.
+
+        The gate calls it before every round and sends no load when it returns a reason:
+        a removed network's old bridge addresses would route off the host.
+        """
+        return None if self.liveness is None else self.liveness.check(self.url)
 
 
 class RunningTopology:
@@ -63,9 +187,11 @@ class RunningTopology:
         labels: dict[str, str],
         driver_image: str | None,
         startup_s: float,
+        network_id: str = "",
     ) -> None:
         self.topology = topology
         self.network = network
+        self.network_id = network_id or network
         self.startup_s = startup_s
         self._client = client
         self._containers = containers
@@ -93,16 +219,32 @@ class RunningTopology:
         """The URL for target ``target_name`` and the runner the driver must use for it."""
         target = self.topology.target(target_name)
         images = self.image_digests()
+        guard = self.guard_for(target.node)
         if not target.via_dns:
             url = f"http://{self.ip(target.node)}:{target.port}{target.path}"
-            return Endpoint(url, None, "host", target.host_header, images)
+            return Endpoint(url, None, "host", target.host_header, images, guard)
         if self._driver_image is None:
             raise TopologyStartError(
                 f"target {target_name!r} needs the driver in a container, but no echo (driver) image is known"
             )
         runner = ContainerRunner(self._client, self._driver_image, self.network, self._labels)
         url = f"http://{self.topology.dns_name(target.node)}:{target.port}{target.path}"
-        return Endpoint(url, runner, runner.where, target.host_header, images)
+        return Endpoint(url, runner, runner.where, target.host_header, images, guard)
+
+    def guard_for(self, node: str) -> TopologyGuard:
+        """The liveness check of ``node``'s address (see :meth:`Endpoint.guard`)."""
+        root = self.topology.pod_root(node)
+        return TopologyGuard(
+            client=self._client,
+            topology=self.topology.name,
+            network=self.network,
+            network_id=self.network_id,
+            labels=dict(self._labels),
+            node=node,
+            container_id=str(self._containers[node].id),
+            root_container_id=str(self._containers[root.name].id),
+            names=(root.name, *root.aliases),
+        )
 
     def down(self) -> None:
         """Remove every container of this topology (driver containers too) and its network."""
@@ -164,7 +306,7 @@ class DockerRuntime:
         labels = L.resource_labels(self.session_id, topology.name, network)
         containers: dict[str, Container] = {}
         try:
-            self.client.networks.create(network, driver="bridge", labels=labels, check_duplicate=True)
+            network_id = self._create_network(network, labels)
             for wave in start_waves(topology, specs):
                 self._start_wave(topology, wave, images, network, labels, containers)
             self._wait_ready(topology, specs, containers, network)
@@ -177,11 +319,17 @@ class DockerRuntime:
                     add_note(f"cleanup after the failure also failed: {cleanup_failure}")
             raise
         running = RunningTopology(
-            topology, network, self.client, containers, labels, driver_image, time.monotonic() - started
+            topology, network, self.client, containers, labels, driver_image, time.monotonic() - started, network_id
         )
         self.startup_times[topology.name] = running.startup_s
         self.running.append(running)
         return running
+
+    def _create_network(self, network: str, labels: dict[str, str]) -> str:
+        created = self.client.networks.create(
+            network, driver="bridge", labels=labels, check_duplicate=True, internal=INTERNAL_NETWORKS
+        )
+        return str(created.id)
 
     def down_all(self) -> None:
         """Tear down every topology this runtime started and still runs."""
@@ -221,7 +369,7 @@ class DockerRuntime:
     ) -> Container:
         """Create the container, copy its config files in, start it (readiness comes later)."""
         node = topology.node(spec.node)
-        options: dict[str, object] = {"labels": {**labels, L.NODE: node.name}}
+        options: dict[str, Any] = {"labels": {**labels, L.NODE: node.name}, **hardening_options(spec.role)}
         if node.pod_of is not None:  # a sidecar joins its pod root's network namespace
             options["network_mode"] = f"container:{containers[topology.pod_root(node.name).name].id}"
         else:
@@ -286,6 +434,14 @@ def start_waves(topology: Topology, specs: list[ContainerSpec]) -> list[list[Con
 def _ip(container: Container, network: str) -> str:
     container.reload()
     return str(container.attrs["NetworkSettings"]["Networks"][network]["IPAddress"])
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _tar(files: Mapping[str, str]) -> bytes:

@@ -17,7 +17,8 @@ class ContainerRunner:
     """A ``CommandRunner`` that runs argv in a fresh container from the echo (driver) image.
 
     The container joins ``network`` so Docker DNS names resolve; it carries the topology's
-    labels, so an interrupted run is cleaned up with the topology.
+    labels, so an interrupted run is cleaned up with the topology. It runs with every
+    capability dropped and ``no-new-privileges`` (the driver needs neither).
     """
 
     def __init__(self, client: DockerClient, image: str, network: str, labels: Mapping[str, str]) -> None:
@@ -36,6 +37,8 @@ class ContainerRunner:
                 network=self.network,
                 labels=self.labels,
                 detach=True,
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
             )
         except APIError as exc:
             raise DriverError(f"cannot start the driver {self.where}: {exc}") from exc

@@ -13,13 +13,14 @@ from pathlib import Path
 
 import pytest
 from docker import DockerClient
-from docker_helpers import leftovers, session_leftovers
+from docker_helpers import get, leftovers, session_leftovers
 
 from pytest_netperf.errors import RuntimeUnavailable
 from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.docker import DockerRuntime, TopologyStartError
+from pytest_netperf.topology import builders
 from pytest_netperf.topology.model import Node, Target, Topology
 
 pytestmark = pytest.mark.docker
@@ -55,6 +56,14 @@ def test_start(netperf_docker):
     assert netperf_docker.session_id
 """
 
+TWO_WORKERS_TEST = """
+def test_echo(echo_topology):
+    assert echo_topology.endpoint("direct").guard() is None
+
+def test_gateway(gateway_topology):
+    assert gateway_topology.endpoint("gateway").guard() is None
+"""
+
 
 @pytest.fixture(scope="module")
 def client() -> DockerClient:
@@ -64,7 +73,9 @@ def client() -> DockerClient:
         pytest.skip(str(exc))
 
 
-def _child(tmp_path: Path, body: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen, Path, Path]:
+def _child(
+    tmp_path: Path, body: str, env: dict[str, str] | None = None, args: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen, Path, Path]:
     """Start ``pytest`` on a one-test file in ``tmp_path``; returns (process, marker, log)."""
     marker = tmp_path / "marker.json"
     test_file = tmp_path / "test_child.py"
@@ -82,6 +93,7 @@ def _child(tmp_path: Path, body: str, env: dict[str, str] | None = None) -> tupl
         "no:cacheprovider",
         "-rs",
         "-q",
+        *args,
         str(test_file),
     ]
     with open(log, "w") as out:
@@ -139,33 +151,112 @@ def test_session_end_removes_everything(tmp_path: Path, client: DockerClient) ->
             clean_session(info["session"], client)
 
 
-def test_crashed_session_leftovers_go_at_next_start(
-    tmp_path: Path, client: DockerClient, netperf_docker: DockerRuntime
-) -> None:
+def _ghost(client: DockerClient, image: str) -> tuple[str, str, int]:
+    """A crashed session's network and echo container (its pid is gone); returns (session, network, pid)."""
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
     ghost = f"ghost{uuid.uuid4().hex[:8]}"
     network = f"netperf-{ghost}-crashed"
     labels = L.resource_labels(ghost, "crashed", network, pid=dead.pid)
+    client.networks.create(network, driver="bridge", internal=True, labels=labels)
+    client.containers.run(
+        image,
+        ["netperf-driver", "echo", "--listen", "0.0.0.0:8080", "--id", "ghost"],
+        network=network,
+        labels=labels,
+        detach=True,
+        name=f"{network}-echo",
+        cap_drop=["ALL"],
+    )
+    assert len(session_leftovers(client, ghost)) == 2
+    return ghost, network, dead.pid
+
+
+def test_crashed_session_leftovers_go_at_next_start(
+    tmp_path: Path, client: DockerClient, netperf_docker: DockerRuntime
+) -> None:
+    ghost = ""
     try:
-        client.networks.create(network, driver="bridge", labels=labels)
-        client.containers.run(
-            netperf_docker.image_for("echo"),
-            ["netperf-driver", "echo", "--listen", "0.0.0.0:8080", "--id", "ghost"],
-            network=network,
-            labels=labels,
-            detach=True,
-            name=f"{network}-echo",
-        )
-        assert len(session_leftovers(client, ghost)) == 2
+        ghost, _, pid = _ghost(client, netperf_docker.image_for("echo"))
         process, _, log = _child(tmp_path, STARTING_TEST)
         try:
             assert process.wait(timeout=CHILD_READY_S) == 0, log.read_text()[-3000:]
         finally:
             _stop(process)
         assert session_leftovers(client, ghost) == []
+        output = log.read_text()
+        said = [line for line in output.splitlines() if line.startswith("netperf docker: removed")]
+        assert said and f"of session(s) {ghost} (pid {pid})" in said[0], output[-3000:]  # said, not silent
+        assert said[0].startswith("netperf docker: removed 2 container(s)/network(s)") or len(said) > 1, said
     finally:
-        clean_session(ghost, client)
+        if ghost:
+            clean_session(ghost, client)
+
+
+def _netperf(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_netperf.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=CHILD_EXIT_S * 2,
+        check=False,
+    )
+
+
+def test_clean_command_spares_a_running_session(client: DockerClient, netperf_docker: DockerRuntime) -> None:
+    """`netperf clean` from another shell during a run: the run's topology and addresses stay."""
+    running = netperf_docker.up(builders.echo_topology())
+    endpoint = running.endpoint("direct")
+    ghost = ""
+    try:
+        ghost, network, pid = _ghost(client, netperf_docker.image_for("echo"))
+        ours = session_leftovers(client, netperf_docker.session_id)
+
+        dry = _netperf("clean", "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert f"would remove network {network} (session {ghost}, pid {pid}: process {pid} is gone)" in dry.stdout
+        assert f"would remove container {network}-echo" in dry.stdout
+        assert f"kept session {netperf_docker.session_id} (pid {os.getpid()})" in dry.stdout
+        assert "(dry run: nothing removed)" in dry.stdout
+        assert len(session_leftovers(client, ghost)) == 2
+
+        done = _netperf("clean")
+        assert done.returncode == 0, done.stderr
+        assert f"removed network {network} (session {ghost}" in done.stdout, done.stdout
+        assert f"removed container {network}-echo (session {ghost}" in done.stdout
+        assert f"kept session {netperf_docker.session_id}" in done.stdout
+        assert session_leftovers(client, ghost) == []
+        assert session_leftovers(client, netperf_docker.session_id) == ours
+        assert endpoint.guard() is None and get(endpoint.url)[0] == 200  # still measurable, still here
+    finally:
+        running.down()
+        if ghost:
+            clean_session(ghost, client)
+
+
+def test_xdist_workers_report_startup_times_and_removed_leftovers(
+    tmp_path: Path, client: DockerClient, netperf_docker: DockerRuntime
+) -> None:
+    ghost = ""
+    try:
+        ghost, _, pid = _ghost(client, netperf_docker.image_for("echo"))
+        process, _, log = _child(tmp_path, TWO_WORKERS_TEST, args=("-n", "2"))
+        try:
+            assert process.wait(timeout=CHILD_READY_S) == 0, log.read_text()[-3000:]
+        finally:
+            _stop(process)
+        output = log.read_text()
+        assert "2 passed" in output and output.count("bringing up nodes") == 2, output[-3000:]
+        startup = [line for line in output.splitlines() if line.startswith("netperf docker topology startup: ")]
+        assert len(startup) == 1 and "echo-x1 " in startup[0] and "gateway-nginx-w1 " in startup[0], output[-3000:]
+        said = [line for line in output.splitlines() if line.startswith("netperf docker: removed")]
+        assert said and all(f"of session(s) {ghost} (pid {pid})" in line for line in said), output[-3000:]
+        assert all(line.endswith(("[gw0]", "[gw1]")) for line in said), said  # which worker did it
+        assert sum(int(line.split()[3]) for line in said) == 2, said  # container + network, however split
+        assert session_leftovers(client, ghost) == []
+    finally:
+        if ghost:
+            clean_session(ghost, client)
 
 
 def test_failed_startup_attaches_logs_and_removes_everything(netperf_docker: DockerRuntime) -> None:

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 import pytest
 from docker_helpers import get, run_driver, session_leftovers
 
-from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology
+from pytest_netperf.runtime import labels as L
+from pytest_netperf.runtime.docker import ROLE_CAPABILITIES, DockerRuntime, RunningTopology
 from pytest_netperf.topology import builders
 
 pytestmark = pytest.mark.docker
@@ -111,3 +112,59 @@ def test_factory_tears_down_what_it_started(netperf_docker: DockerRuntime, netpe
         name for name in session_leftovers(netperf_docker.client, netperf_docker.session_id) if running.network in name
     ]
     assert not left
+
+
+#: Bits of /proc/<pid>/status CapEff for the capabilities a role may keep.
+_CAP_BITS = {"CHOWN": 0, "SETGID": 6, "SETUID": 7}
+
+
+def _status(container, pid: int = 1) -> dict[str, str]:
+    output = container.exec_run(["cat", f"/proc/{pid}/status"]).output.decode()
+    return dict(line.split(":\t", 1) for line in output.splitlines() if ":\t" in line)
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: builders.gateway_topology("nginx"),
+        lambda: builders.sidecar_chain_topology(sidecars=True),
+        lambda: builders.access_modes_topology(replicas=1),
+    ],
+    ids=["nginx-gateway", "envoy-sidecars", "haproxy-balancers"],
+)
+def test_containers_run_unprivileged_on_an_internal_network(netperf_docker: DockerRuntime, netperf_topology, build):
+    running = netperf_topology(build())
+    client = netperf_docker.client
+    network = client.networks.get(running.network)
+    assert network.attrs["Internal"] is True  # no route off the host ...
+    for target in running.topology.targets:  # ... yet the host reaches every target
+        endpoint = running.endpoint(target.name)
+        if endpoint.runner is None:
+            assert get(endpoint.url)[0] == 200, target.name
+    containers = client.containers.list(filters={"label": f"{L.NETWORK}={running.network}"})
+    assert len(containers) == len(running.topology.nodes)
+    for container in containers:
+        node = running.topology.node(container.labels[L.NODE])
+        host_config = container.attrs["HostConfig"]
+        expected = sorted(ROLE_CAPABILITIES[node.kind])
+        assert host_config["CapDrop"] == ["ALL"], node.name
+        assert sorted(host_config["CapAdd"] or []) == expected, node.name
+        assert host_config["SecurityOpt"] == ["no-new-privileges"], node.name
+        if node.pod_of is not None:
+            assert host_config["NetworkMode"].startswith("container:"), node.name
+        status = _status(container)
+        assert status["NoNewPrivs"].strip() == "1", node.name
+        assert int(status["CapEff"], 16) == sum(1 << _CAP_BITS[c] for c in expected), (node.name, status["CapEff"])
+    nginx = [c for c in containers if running.topology.node(c.labels[L.NODE]).kind == "nginx"]
+    for container in nginx:  # the workers that serve traffic keep nothing at all
+        find = "for d in /proc/[0-9]*; do grep -qs '^nginx: worker process' $d/cmdline && echo ${d#/proc/}; done"
+        pids = container.exec_run(["bash", "-c", find]).output.decode().split()
+        assert pids and all(int(_status(container, int(pid))["CapEff"], 16) == 0 for pid in pids), pids
+
+
+def test_the_in_network_driver_runs_unprivileged(access_modes: RunningTopology) -> None:
+    runner = access_modes.endpoint("dns").runner
+    assert runner is not None
+    outcome = runner.run(["cat", "/proc/self/status"], timeout_s=20)
+    status = dict(line.split(":\t", 1) for line in outcome.stdout.splitlines() if ":\t" in line)
+    assert int(status["CapEff"], 16) == 0 and int(status["CapBnd"], 16) == 0 and status["NoNewPrivs"].strip() == "1"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_netperf.images import inputs
 from pytest_netperf.images.apt_sources import (
     AptSource,
     host_sources,
@@ -19,6 +20,9 @@ from pytest_netperf.images.apt_sources import (
 from pytest_netperf.images.inputs import (
     _platform_flags,
     check_glibc,
+    driver_binary,
+    driver_candidates,
+    elf_problem,
     extract_envoy,
     wheel_glibc,
 )
@@ -187,3 +191,56 @@ def test_stale_means_dead_pid_on_this_host() -> None:
     assert _is_stale(dead) and not _is_stale(alive)
     assert not _is_stale({**dead, L.HOST: "some-other-machine"})
     assert not _is_stale({L.SESSION: "s1"})
+
+
+def _file(folder: Path, name: str, content: bytes, mode: int = 0o755) -> Path:
+    path = folder / name
+    path.write_bytes(content)
+    path.chmod(mode)
+    return path
+
+
+def test_elf_problem_says_what_the_file_is(tmp_path: Path) -> None:
+    elf = b"\x7fELF\x02\x01\x01" + b"\0" * 57
+    assert elf_problem(_file(tmp_path, "ok", elf)) is None
+    assert elf_problem(_file(tmp_path, "noexec", elf, 0o644)) == "it is an ELF file without execute permission"
+    shim = _file(tmp_path, "shim", b"#!/usr/bin/env bash\nexec pyenv exec netperf-driver\n")
+    assert elf_problem(shim) == "it is a shell script (#!/usr/bin/env bash), not an ELF executable"
+    wrapper = _file(tmp_path, "py", b"#!/venv/bin/python3\nimport sys\n")
+    assert elf_problem(wrapper) == "it is a Python script (#!/venv/bin/python3), not an ELF executable"
+    assert elf_problem(_file(tmp_path, "empty", b"")) == "it is an empty file, not an ELF executable"
+    assert "a Mach-O" in str(elf_problem(_file(tmp_path, "mac", b"\xcf\xfa\xed\xfe" + b"\0" * 8)))
+    assert "a text file" in str(elf_problem(_file(tmp_path, "txt", b"netperf-driver\n")))
+    assert elf_problem(tmp_path) == "it is not a regular file"
+    assert elf_problem(tmp_path / "absent") == "it does not exist"
+
+
+def test_driver_candidates_never_come_from_path(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("NETPERF_DRIVER_BINARY", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    _file(tmp_path, "netperf-driver", b"#!/bin/sh\n")
+    found = driver_candidates()
+    assert all(tmp_path not in path.parents for path, _ in found)
+    assert found[-1][1] == "the repository's release build"
+    assert any(origin == "this Python's scripts directory" for _, origin in found)
+    monkeypatch.setenv("NETPERF_DRIVER_BINARY", str(tmp_path / "netperf-driver"))
+    assert driver_candidates() == [(tmp_path / "netperf-driver", "NETPERF_DRIVER_BINARY")]
+
+
+def test_driver_binary_refuses_the_first_candidate_instead_of_skipping_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    shim = _file(tmp_path, "shim", b"#!/usr/bin/env bash\n")
+    elf = _file(tmp_path, "elf", b"\x7fELF" + b"\0" * 60)
+    absent = tmp_path / "absent"
+    monkeypatch.setattr(inputs, "driver_candidates", lambda: [(absent, "a"), (shim, "b"), (elf, "c")])
+    with pytest.raises(ImageBuildError, match=rf"{shim} \(from b\) cannot be the netperf-driver.*a shell script"):
+        driver_binary()
+    monkeypatch.setattr(inputs, "driver_candidates", lambda: [(absent, "a"), (elf, "c")])
+    assert driver_binary() == elf
+    monkeypatch.setattr(inputs, "driver_candidates", lambda: [(absent, "somewhere")])
+    with pytest.raises(ImageBuildError, match=rf"not found .*looked at {absent} \(somewhere\)"):
+        driver_binary()
+    monkeypatch.setattr(inputs, "driver_candidates", lambda: [(absent, "NETPERF_DRIVER_BINARY")])
+    with pytest.raises(ImageBuildError, match=r"from NETPERF_DRIVER_BINARY\) cannot be .*it does not exist"):
+        driver_binary()

@@ -1,0 +1,54 @@
+"""Load options of ``measure()``/``compare()``: names, aliases and range checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_netperf.errors import NetperfError
+
+
+class LoadOptionError(NetperfError, ValueError):
+    """A load option of ``measure()``/``compare()`` is unknown or out of range; names it."""
+
+
+SHAPE_ALIASES = {"duration": "duration_s", "warmup": "warmup_s", "timeout": "timeout_s"}
+_ARRIVALS = ("constant", "poisson")
+
+
+def check_load_option(given: str, name: str, value: Any) -> Any:
+    """``value`` of load option ``name`` (written as ``given``) checked; LoadOptionError otherwise."""
+
+    def bad(expected: str) -> LoadOptionError:
+        return LoadOptionError(f"load option {given}={value!r}: expected {expected}")
+
+    def number(minimum: float, inclusive: bool) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+            raise bad(f"a number {'>=' if inclusive else '>'} {minimum:g}")
+        if value < minimum or (value == minimum and not inclusive) or value == float("inf"):
+            raise bad(f"a finite number {'>=' if inclusive else '>'} {minimum:g}")
+        return float(value)
+
+    def whole(minimum: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise bad(f"a whole number >= {minimum}")
+        return value
+
+    if name in ("duration_s", "timeout_s", "interval_s"):
+        return number(0.0, inclusive=False)
+    if name == "warmup_s":
+        return number(0.0, inclusive=True)
+    if name == "rate":
+        return None if value is None else number(0.0, inclusive=False)
+    if name == "connections":
+        return whole(1)
+    if name == "threads":
+        return None if value is None else whole(1)
+    if name == "body_size":
+        return whole(0)
+    if name == "arrival" and value not in _ARRIVALS:
+        raise bad(" or ".join(repr(a) for a in _ARRIVALS))
+    if name == "method" and not (isinstance(value, str) and value.isalpha()):
+        raise bad("an HTTP method such as 'GET'")
+    if name == "new_connection_per_request" and not isinstance(value, bool):
+        raise bad("True or False")
+    return value
