@@ -10,6 +10,7 @@ import time
 from types import TracebackType
 from typing import Optional
 
+from pytest_netperf.drivers.process_guard import die_with_parent
 from pytest_netperf.drivers.rust import find_driver_binary
 from pytest_netperf.errors import DriverError
 
@@ -69,7 +70,9 @@ class LocalEchoServer:
     def start(self) -> LocalEchoServer:
         """Start and wait until ready; raises :class:`DriverError` on failure."""
         argv = self.argv()
-        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        self.process = subprocess.Popen(
+            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=die_with_parent()
+        )
         try:
             deadline = time.monotonic() + self.start_timeout_s
             self.host, self.port = self._read_address(deadline)
