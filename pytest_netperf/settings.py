@@ -7,6 +7,7 @@ agree on, for example, where baselines live.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -41,6 +42,9 @@ SETTING_HELP: dict[str, str] = {
     "max_lag_ms": "open loop: schedule-lag p99 (ms) of the driver above which a round is "
     f"invalid (default {defaults.MAX_LAG_MS:g})",
     "realtime": "open loop: run the Rust driver SCHED_FIFO (needs root) so a busy machine cannot delay its sends",
+    "strict": "a netperf-marked test that would be skipped for a netperf reason (Docker unreachable, an image "
+    "missing) fails instead, so a merge gate cannot pass by not running; default: on when the environment "
+    "variable CI is true (1, true, yes, on), off otherwise; --no-netperf-strict turns it off",
 }
 
 
@@ -65,6 +69,7 @@ class Settings:
     calibrate: bool = False
     max_lag_ms: float = defaults.MAX_LAG_MS
     realtime: bool = False
+    strict: bool = False
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> Settings:
@@ -116,6 +121,12 @@ def check_durations(round_duration_s: float, warmup_s: float) -> None:
         raise ValueError(f"round_duration_s must be > 0 (got {round_duration_s:g})")
     if not warmup_s >= 0:
         raise ValueError(f"warmup_s must be >= 0 (got {warmup_s:g})")
+
+
+def strict_default(environ: Optional[Mapping[str, str]] = None) -> bool:
+    """The default of ``strict``: True when the environment variable CI is a true value."""
+    value = (os.environ if environ is None else environ).get("CI", "")
+    return value.strip().lower() in _TRUE
 
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:

@@ -18,13 +18,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Optional
 
+from pytest_netperf.baseline import schema
+from pytest_netperf.baseline.schema import FORMAT_VERSION
 from pytest_netperf.budget import metrics
 from pytest_netperf.errors import BaselineError
 from pytest_netperf.measure.results import RoundResult
 
-FORMAT_VERSION = 1
-
-_REQUIRED_KEYS = ("format_version", "test_id", "created_at", "fingerprint", "series")
+__all__ = ["FORMAT_VERSION", "Baseline", "SeriesRecord", "dumps", "git_commit", "loads"]
 
 
 @dataclass
@@ -113,39 +113,19 @@ class Baseline:
 
     @classmethod
     def from_dict(cls, doc: Any, source: Path) -> Baseline:
-        """Parse and validate a document; errors name ``source`` and the problem."""
-        if not isinstance(doc, dict):
-            raise BaselineError(f"{source}: expected a JSON object, got {type(doc).__name__}")
-        version = doc.get("format_version")
-        if "format_version" in doc and version != FORMAT_VERSION:
-            raise BaselineError(
-                f"{source}: unknown format_version {version!r} (this plugin reads "
-                f"{FORMAT_VERSION}); update pytest-netperf or re-create with "
-                "--netperf-update-baseline"
-            )
-        missing = [key for key in _REQUIRED_KEYS if key not in doc]
-        if missing:
-            raise BaselineError(f"{source}: missing key(s) {', '.join(missing)}")
-        if not isinstance(doc["series"], dict) or not doc["series"]:
-            raise BaselineError(f"{source}: 'series' must be a non-empty object")
+        """Validate (:func:`schema.validate`) and parse a document; a malformed one is a
+        BaselineError naming ``source`` and the field path."""
+        schema.validate(doc, source)
         series = {str(name): _series_from_dict(body, source, str(name)) for name, body in doc["series"].items()}
         return cls(
-            test_id=str(doc["test_id"]),
+            test_id=doc["test_id"],
             series=series,
-            created_at=str(doc["created_at"]),
+            created_at=doc["created_at"],
             git_commit=doc.get("git_commit"),
-            plugin_version=str(doc.get("plugin_version", "")),
+            plugin_version=doc.get("plugin_version") or "",
             driver_version=doc.get("driver_version"),
-            fingerprint=_fingerprint_from(doc["fingerprint"], source),
+            fingerprint=dict(doc["fingerprint"] or {}),
         )
-
-
-def _fingerprint_from(value: Any, source: Path) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise BaselineError(f"{source}: 'fingerprint' must be an object")
-    return dict(value)
 
 
 def _series_to_dict(series: SeriesRecord) -> dict[str, Any]:
@@ -168,24 +148,19 @@ def _metric_or_none(series: SeriesRecord, metric: str) -> list[Optional[float]]:
     return out
 
 
-def _series_from_dict(body: Any, source: Path, name: str) -> SeriesRecord:
-    if not isinstance(body, dict):
-        raise BaselineError(f"{source}: series {name!r} must be an object")
-    if "rounds" not in body:
-        raise BaselineError(f"{source}: series {name!r}: missing key rounds")
-    if not isinstance(body["rounds"], list) or not body["rounds"]:
-        raise BaselineError(f"{source}: series {name!r}: 'rounds' must be a non-empty list")
+def _series_from_dict(body: dict[str, Any], source: Path, name: str) -> SeriesRecord:
+    """A validated series document as a record."""
     rounds = []
     for index, round_doc in enumerate(body["rounds"]):
         try:
             rounds.append(RoundResult.from_dict(round_doc))
-        except (TypeError, KeyError, ValueError, AttributeError) as exc:
+        except (TypeError, KeyError, ValueError, AttributeError) as exc:  # the schema missed something
             raise BaselineError(f"{source}: series {name!r} round {index}: not a valid round ({exc})") from None
     return SeriesRecord(
         rounds=rounds,
-        load_shape=str(body.get("load_shape", "")),
-        driver=str(body.get("driver", "")),
-        where=str(body.get("where", "")),
+        load_shape=body.get("load_shape") or "",
+        driver=body.get("driver") or "",
+        where=body.get("where") or "",
     )
 
 
@@ -227,4 +202,6 @@ def loads(text: str, source: Path) -> Baseline:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BaselineError(f"{source}: corrupt JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except (ValueError, RecursionError) as exc:  # e.g. an integer too long to convert
+        raise BaselineError(f"{source}: corrupt JSON ({exc})") from None
     return Baseline.from_dict(doc, source)

@@ -104,7 +104,17 @@ class BaselineStore:
             text = path.read_text(encoding="utf-8")
         except OSError as exc:
             raise BaselineError(f"{path}: cannot read ({exc.strerror or exc})") from None
+        except UnicodeDecodeError as exc:
+            raise BaselineError(f"{path}: corrupt file: not UTF-8 text (byte {exc.start})") from None
         return loads(text, path)
+
+    def check_directory(self) -> None:
+        """BaselineError naming the directory unless it exists and is a directory."""
+        if self.directory.is_dir():
+            return
+        if self.directory.exists():
+            raise BaselineError(f"{self.directory}: not a directory (expected the baseline directory)")
+        raise BaselineError(f"{self.directory}: no such baseline directory")
 
     def load(self, test_id: str) -> Optional[Baseline]:
         """The stored baseline of ``test_id``, or ``None`` when there is none (NEW)."""
@@ -131,10 +141,13 @@ class BaselineStore:
 
     def save_pending(self, baseline: Baseline) -> Path:
         """Write the last run's results for a test (never the stored baseline)."""
-        self.pending_directory.mkdir(parents=True, exist_ok=True)
         ignore = self.pending_directory / ".gitignore"
-        if not ignore.exists():
-            write_text_atomic(ignore, "# pending results of the last netperf run\n*\n")
+        try:
+            self.pending_directory.mkdir(parents=True, exist_ok=True)
+            if not ignore.exists():
+                write_text_atomic(ignore, "# pending results of the last netperf run\n*\n")
+        except OSError as exc:
+            raise BaselineError(f"{self.pending_directory}: cannot write ({exc.strerror or exc})") from None
         path = self.pending_path_for(baseline.test_id)
         self._write(path, baseline)
         return path
@@ -177,7 +190,10 @@ class BaselineStore:
         stale = [path for path in files if self.read(path).test_id not in known]
         if not dry_run:
             for path in stale:
-                path.unlink(missing_ok=True)
+                try:
+                    path.unlink(missing_ok=True)
+                except OSError as exc:
+                    raise BaselineError(f"{path}: cannot remove ({exc.strerror or exc})") from None
         return stale
 
 

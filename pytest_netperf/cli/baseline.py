@@ -56,10 +56,22 @@ def _read_all(store: BaselineStore, paths: Sequence[Path]) -> tuple[list[Baselin
     return good, failed
 
 
+def _directory_problem(store: BaselineStore) -> bool:
+    """Print why the baseline directory cannot be read (missing, a file); True if so."""
+    try:
+        store.check_directory()
+    except BaselineError as exc:
+        _err(str(exc))
+        return True
+    return False
+
+
 def show(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> int:
     """Table of stored baselines (one row per series) with median key metrics."""
     from tabulate import tabulate
 
+    if _directory_problem(store):
+        return 1
     baselines, failed = _read_all(store, store.baseline_paths())
     selected = [b for b in baselines if matches(b.test_id, pattern)]
     if not selected:
@@ -88,6 +100,8 @@ def show(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> 
 
 def diff(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> int:
     """Stored baseline vs the last run's pending results, per series and metric."""
+    if _directory_problem(store):
+        return 1
     stored, failed_stored = _read_all(store, store.baseline_paths())
     pending, failed_pending = _read_all(store, store.pending_paths())
     failed = failed_stored + failed_pending
@@ -180,6 +194,8 @@ def prune(
     out: Printer = print,
 ) -> int:
     """Remove baselines whose test ids are not in the known list / not collected."""
+    if _directory_problem(store):
+        return 1
     try:
         known = read_known_ids(known_from) if known_from is not None else collect_test_ids()
     except (OSError, RuntimeError) as exc:

@@ -6,18 +6,21 @@ plugin, like pytest-xdist's session object, instead of module globals).
 
 from __future__ import annotations
 
+import inspect
+import types
 import warnings
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Generator, Iterator, Optional
 
 import pytest
 
+import pytest_netperf
 from pytest_netperf.baseline.fingerprint import compare_fingerprints, machine_fingerprint
 from pytest_netperf.baseline.model import Baseline, SeriesRecord
 from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.drivers import make_driver
-from pytest_netperf.errors import BudgetSyntaxError, InvalidMeasurement, MarkerError, NetperfError
+from pytest_netperf.errors import BaselineError, BudgetSyntaxError, InvalidMeasurement, MarkerError, NetperfError
 from pytest_netperf.measure.gate import BudgetOutcome, DriverFactory, Gate, GateFailure, series_name
 from pytest_netperf.plugin import docker_fixtures
 from pytest_netperf.plugin.markers import MARKER, MARKER_HELP, MarkerOptions, marker_budgets, marker_options
@@ -34,10 +37,42 @@ STASH_BUDGETS = pytest.StashKey[list[Budget]]()
 STASH_OUTCOMES = pytest.StashKey[list[BudgetOutcome]]()
 STASH_INVALID = pytest.StashKey[str]()
 STASH_BASELINE = pytest.StashKey[Baseline]()
+STASH_NOTES = pytest.StashKey[list[str]]()  # session notes of one test (files not written, …)
+
+_PACKAGE_DIR = Path(pytest_netperf.__file__).resolve().parent
+_PYTEST_DIR = Path(inspect.getfile(pytest.Item)).resolve().parent  # pytest's own code (_pytest/)
+UPDATE_OPTION = "--netperf-update-baseline"
 
 
 class NetperfInconclusiveWarning(UserWarning):
     """A budget stayed INCONCLUSIVE and the policy is ``warn``."""
+
+
+class NetperfWriteWarning(UserWarning):
+    """A report, plot, pending result or noise floor could not be written (verdicts stand)."""
+
+
+def record_warning(config: pytest.Config, message: str, item: Optional[pytest.Item] = None) -> None:
+    """Show ``message`` as a pytest warning (the warnings summary) without raising it.
+
+    Recorded through ``pytest_warning_recorded`` rather than ``warnings.warn``, so that
+    ``-W error`` cannot turn a file that could not be written into a failed test or a
+    crashed terminal summary: such a file never changes a verdict.
+    """
+    filename, lineno = __file__, 0
+    if item is not None:
+        path, line, _ = item.location
+        filename, lineno = str(config.rootpath / path), (line or 0) + 1
+    warning = NetperfWriteWarning(f"netperf: {message}")
+    record = warnings.WarningMessage(warning, NetperfWriteWarning, filename, lineno)
+    config.hook.pytest_warning_recorded.call_historic(
+        kwargs={
+            "warning_message": record,
+            "when": "runtest",
+            "nodeid": item.nodeid if item is not None else "",
+            "location": None,
+        }
+    )
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -82,9 +117,12 @@ class NetperfPlugin:
                 continue
             try:
                 item.stash[STASH_BUDGETS] = marker_budgets(item)
-                marker_options(item)
             except (BudgetSyntaxError, MarkerError, TypeError) as exc:
                 raise collector.CollectError(f"{item.nodeid}: invalid netperf budget: {exc}") from None
+            try:
+                marker_options(item)
+            except MarkerError as exc:
+                raise collector.CollectError(f"{item.nodeid}: invalid netperf marker: {exc}") from None
         return result
 
     # ----------------------------------------------------------------- the gate
@@ -118,7 +156,11 @@ class NetperfPlugin:
     def noise_floor(self) -> Optional[NoiseFloor]:
         """The stored A/A noise floor (None before the first ``--netperf-calibrate`` run)."""
         if not self._noise_loaded:
-            self._noise = load_noise(noise_path(self.settings.baseline_dir))
+            path = noise_path(self.settings.baseline_dir)
+            try:
+                self._noise = load_noise(path)
+            except OSError as exc:  # a directory in its place, no permission, …
+                raise BaselineError(f"{path}: cannot read ({exc.strerror or exc})") from None
             self._noise_loaded = True
         return self._noise
 
@@ -161,6 +203,12 @@ class NetperfPlugin:
             raise InvalidMeasurement(f"INVALID measurement (no verdict): {exc.reason}") from None
         gate = item.stash.get(STASH_GATE, None)
         if gate is None:
+            if item.get_closest_marker(MARKER) is not None:
+                raise NetperfError(
+                    f"{item.nodeid} has the netperf marker but does not request the netperf fixture, so nothing "
+                    "was measured or judged: add a `netperf` argument to the test and measure with "
+                    "netperf.measure(...) or netperf.compare(...)"
+                )
             return result
         if not gate.measurements:
             raise NetperfError(
@@ -171,13 +219,21 @@ class NetperfPlugin:
             gate.notes.extend(self._fingerprint_notes(baseline, gate.image_digests(), images_only=True))
         outcomes = gate.finish()
         item.stash[STASH_OUTCOMES] = outcomes
-        self._record(item, gate)
+        not_written: Optional[BaselineError] = None
+        try:
+            written = self._record(item, gate)
+        except BaselineError as exc:  # --netperf-update-baseline could not write: reported with the verdicts
+            written, not_written = None, exc
+        if written is not None:
+            _note_written_baseline(outcomes, written)
         for outcome in outcomes:
             item.user_properties.append((f"netperf:{outcome.budget.text}", str(outcome.status)))
         policy = gate.settings.inconclusive
         message = Gate.failure_message(outcomes, policy)
         if message:
-            raise GateFailure(message)
+            raise GateFailure(message + (f"\n{not_written}" if not_written else ""))
+        if not_written is not None:
+            raise not_written
         undecided = [o for o in outcomes if o.status is Status.INCONCLUSIVE]
         if undecided and policy == "warn":
             texts = ", ".join(f"'{o.budget.text}' [{o.measurement}]" for o in undecided)
@@ -187,27 +243,60 @@ class NetperfPlugin:
             )
         return result
 
-    def _record(self, item: pytest.Item, gate: Gate) -> None:
-        """Keep the run's rounds (pending baseline, baseline update, plots, A/A pairs)."""
+    def _record(self, item: pytest.Item, gate: Gate) -> Optional[Path]:
+        """Keep the run's rounds (pending results, plots, A/A pairs) and, with
+        ``--netperf-update-baseline``, write the baseline; returns where it was written.
+
+        Only that requested baseline may fail the test when it cannot be written; the
+        pending results and the plots are a warning and a note.
+        """
         series = {
             series_name(m.key, s.label): SeriesRecord.from_measured(s) for m in gate.measurements for s in m.series()
         }
         fingerprint = machine_fingerprint(gate.image_digests())
         record = Baseline.new(item.nodeid, series, fingerprint, repo_dir=self.config.rootpath)
-        self.store.save_pending(record)
-        if self.settings.update_baseline:
-            gate.notes.append(f"baseline written: {self.store.save(record)}")
+        try:
+            self.store.save_pending(record)
+        except BaselineError as exc:
+            self._write_problem(item, f"pending results not saved (`netperf baseline update` cannot use them): {exc}")
         if self.settings.report_dir:
             from pytest_netperf.report.plots import write_plots
 
-            write_plots(Path(self.settings.report_dir), item.nodeid, {n: r.rounds for n, r in series.items()})
+            try:
+                write_plots(Path(self.settings.report_dir), item.nodeid, {n: r.rounds for n, r in series.items()})
+            except Exception as exc:  # plots are never worth a verdict
+                self._write_problem(item, f"plots not written to {self.settings.report_dir}: {_reason(exc)}")
         if self.settings.calibrate:
             self._aa_pairs.extend((m.candidate.rounds, m.reference.rounds) for m in gate.measurements if m.reference)
+        if not self.settings.update_baseline:
+            return None
+        try:
+            path = self.store.save(record)
+        except BaselineError as exc:
+            raise BaselineError(f"{UPDATE_OPTION}: the baseline was not written: {exc}") from None
+        item.stash.setdefault(STASH_NOTES, []).append(f"baseline written: {path}")
+        return path
+
+    def _write_problem(self, item: pytest.Item, message: str) -> None:
+        """A file of this test could not be written: a pytest warning and a netperf note."""
+        record_warning(self.config, message, item)
+        item.stash.setdefault(STASH_NOTES, []).append(f"{item.nodeid}: {message}")
 
     # ----------------------------------------------------------------- reporting
     @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[Any]:
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report = yield
+        if self.settings.strict and report.skipped and item.get_closest_marker(MARKER) is not None:
+            reason = _netperf_skip_reason(call)
+            if reason is not None:
+                report.outcome = "failed"
+                report.longrepr = (
+                    f"netperf strict mode: {item.nodeid} would be skipped: {reason}\n"
+                    "A merge gate must not pass by not running; fix the cause, or allow the skip with "
+                    "--no-netperf-strict (strict is on by default when CI is set)."
+                )
         gate = item.stash.get(STASH_GATE, None)
         if call.when == "call" and gate is not None:
             invalid = item.stash.get(STASH_INVALID, None)
@@ -215,9 +304,11 @@ class NetperfPlugin:
                 rows = invalid_rows(gate, invalid)
             else:
                 rows = [row_for_outcome(o, gate) for o in item.stash.get(STASH_OUTCOMES, [])]
+            notes: list[str] = item.stash.get(STASH_NOTES, [])
             report.netperf = {  # type: ignore[attr-defined]  # travels to the xdist controller
                 "rows": [r.to_dict() for r in rows],
                 "results": {item.nodeid: [measurement_summary(m) for m in gate.measurements]},
+                "notes": list(notes),
             }
         return report
 
@@ -225,6 +316,7 @@ class NetperfPlugin:
         data = getattr(report, "netperf", None)
         if data:
             self.report.add(data["rows"], data.get("results"))
+            self.report.notes.extend(data.get("notes") or [])
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if not (self.settings.calibrate and self._aa_pairs):
@@ -232,19 +324,75 @@ class NetperfPlugin:
         a = [r for pair in self._aa_pairs for r in pair[0]]
         b = [r for pair in self._aa_pairs for r in pair[1]]
         path = noise_path(self.settings.baseline_dir)
-        save_noise(estimate_noise(a, b, fingerprint=machine_fingerprint()), path)
+        try:
+            save_noise(estimate_noise(a, b, fingerprint=machine_fingerprint()), path)
+        except OSError as exc:
+            # asked for with --netperf-calibrate: the run did not do its job
+            message = f"noise floor not written to {path}: {_reason(exc)}"
+            record_warning(self.config, message)
+            self.report.notes.append(message)
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
         self.report.notes.append(f"noise floor from {len(a)} A/A pairs written to {path}")
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.report.rows or hasattr(self.config, "workerinput"):
+        if hasattr(self.config, "workerinput"):
             return  # an xdist worker: the controller reports
+        if not self.report.rows and not self.report.notes:
+            return
         self.report.session_holm()
         terminalreporter.section("netperf")
-        terminalreporter.write_line(self.report.terminal_table())
+        if self.report.rows:
+            terminalreporter.write_line(self.report.terminal_table())
         for line in self.report.notes:
             terminalreporter.write_line(f"netperf: {line}")
-        for path in self.report.write_reports():
+        problems: list[str] = []
+        written = self.report.write_reports(warn=problems.append) if self.report.rows else []
+        for path in written:
             terminalreporter.write_line(f"netperf: wrote {path}")
+        for problem in problems:  # a report that cannot be written is a warning, never a verdict
+            terminalreporter.write_line(f"netperf: {problem}")
+            record_warning(self.config, problem)
+
+
+def _note_written_baseline(outcomes: list[BudgetOutcome], path: Path) -> None:
+    """NEW rows of an update run: the baseline exists now, so do not ask for an update."""
+    for outcome in outcomes:
+        if outcome.status is Status.NEW:
+            kept = [n for n in outcome.notes if UPDATE_OPTION not in n]
+            outcome.notes = [f"no stored baseline: recorded as NEW; this run wrote it to {path.name}", *kept]
+
+
+def _netperf_skip_reason(call: pytest.CallInfo[None]) -> Optional[str]:
+    """The reason of a skip raised by pytest-netperf's own code (Docker unreachable, an
+    image missing), or None for any other skip (the test's own, a skip marker)."""
+    excinfo = call.excinfo
+    if excinfo is None or not isinstance(excinfo.value, pytest.skip.Exception):
+        return None
+    frames: list[types.FrameType] = []
+    tb: Optional[types.TracebackType] = excinfo.tb
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    # The frame that called pytest.skip: the innermost one outside pytest itself.
+    caller = next((f for f in reversed(frames) if not _is_within(f.f_code.co_filename, _PYTEST_DIR)), None)
+    if caller is None or not _is_within(caller.f_code.co_filename, _PACKAGE_DIR):
+        return None
+    return str(excinfo.value.msg or "skipped")
+
+
+def _is_within(filename: str, directory: Path) -> bool:
+    try:
+        return Path(filename).resolve().is_relative_to(directory)
+    except (OSError, ValueError):
+        return False
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror}: {exc.filename}" if exc.filename else exc.strerror
+    return f"{type(exc).__name__}: {exc}"
 
 
 def _baseline_lookup(baseline: Baseline) -> Any:

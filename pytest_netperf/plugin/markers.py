@@ -43,7 +43,12 @@ class MarkerOptions:
     def gate_settings(self, settings: Settings) -> GateSettings:
         """The gate's settings: these options over the session's."""
         rounds_min = self.rounds if self.rounds is not None else settings.rounds_min
-        rounds_max = self.max_rounds if self.max_rounds is not None else max(settings.rounds_max, rounds_min)
+        if self.max_rounds is not None:
+            # max_rounds=3 alone caps the session's rounds_min (5) instead of contradicting it
+            rounds_min = min(rounds_min, self.max_rounds) if self.rounds is None else rounds_min
+            rounds_max = self.max_rounds
+        else:
+            rounds_max = max(settings.rounds_max, rounds_min)
         return GateSettings(
             rounds_min=rounds_min,
             rounds_max=rounds_max,

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Optional
 
 import pytest
 
 from pytest_netperf import defaults
 from pytest_netperf.images.resolve import ROLES
-from pytest_netperf.settings import PATH_SETTINGS, SETTING_HELP, Settings
+from pytest_netperf.settings import PATH_SETTINGS, SETTING_HELP, Settings, strict_default
 
 
 @dataclass(frozen=True)
@@ -20,6 +21,8 @@ class Option:
     setting: str
     ini: Optional[str]
     flag: bool = False
+    #: A flag that also has ``--no-netperf-<suffix>`` (to turn off a default that is on).
+    negatable: bool = False
 
     @property
     def dest(self) -> str:
@@ -45,6 +48,7 @@ OPTIONS = (
     Option("max-lag", "max_lag_ms", "netperf_max_lag"),
     Option("realtime", "realtime", "netperf_realtime", flag=True),
     Option("locust-workers", "locust_workers", "netperf_locust_workers"),
+    Option("strict", "strict", "netperf_strict", flag=True, negatable=True),
 )
 IMAGE_OPTION = "--netperf-image"
 IMAGE_INI = "netperf_images"
@@ -58,6 +62,14 @@ def add_options(parser: pytest.Parser) -> None:
         if option.flag:
             kwargs.update(action="store_true", default=None)
         group.addoption(f"--netperf-{option.suffix}", **kwargs)
+        if option.negatable:
+            group.addoption(
+                f"--no-netperf-{option.suffix}",
+                dest=option.dest,
+                action="store_false",
+                default=None,
+                help=f"turn --netperf-{option.suffix} off",
+            )
         if option.ini:
             parser.addini(option.ini, SETTING_HELP[option.setting], type="string")
     image_help = f"container image for a role, ROLE=IMAGE; roles: {', '.join(ROLES)} (repeatable)"
@@ -66,8 +78,13 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def settings_from_config(config: pytest.Config) -> Settings:
-    """Options over ini values over defaults; a bad value is a usage error naming it."""
+    """Options over ini values over defaults; a bad value is a usage error naming it.
+
+    ``strict`` defaults to the environment (:func:`strict_default`: on under CI). Paths are
+    checked here too (:func:`check_paths`), where a wrong kind of path is already known.
+    """
     raw: dict[str, Any] = {}
+    sources: dict[str, str] = {}
     for option in OPTIONS:
         value = config.getoption(option.dest)
         from_ini = False
@@ -79,11 +96,54 @@ def settings_from_config(config: pytest.Config) -> Settings:
         if option.setting in PATH_SETTINGS and from_ini and config.inipath is not None:
             value = config.inipath.parent / str(value)  # ini paths are relative to the ini file
         raw[option.setting] = value
+        sources[option.setting] = f"ini {option.ini}" if from_ini else f"--netperf-{option.suffix}"
     raw.setdefault("baseline_dir", config.rootpath / defaults.BASELINE_DIR)
+    sources.setdefault("baseline_dir", f"--netperf-baseline-dir (default {defaults.BASELINE_DIR})")
+    raw.setdefault("strict", strict_default())
     try:
-        return Settings.from_mapping(raw)
+        settings = Settings.from_mapping(raw)
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-netperf: {exc}") from exc
+    check_paths(settings, sources)
+    return settings
+
+
+#: Settings that name a directory (the others in PATH_SETTINGS name a file).
+_DIRECTORY_SETTINGS = ("baseline_dir", "report_dir")
+
+
+def check_paths(settings: Settings, sources: Optional[dict[str, str]] = None) -> None:
+    """UsageError naming the option and the path when a path is of the wrong kind.
+
+    Knowable before any test runs: a file where a directory is needed, a directory where
+    a file is needed, an ancestor that is a file. Whether a path can be written is only
+    known by writing; that is checked at run time (a warning, never a changed verdict).
+    """
+    for setting in PATH_SETTINGS:
+        value = getattr(settings, setting)
+        if value is None:
+            continue
+        problem = path_problem(Path(value), directory=setting in _DIRECTORY_SETTINGS)
+        if problem:
+            source = (sources or {}).get(setting, setting)
+            raise pytest.UsageError(f"pytest-netperf: {source}: {problem}")
+
+
+def path_problem(path: Path, directory: bool) -> Optional[str]:
+    """Why ``path`` cannot be used as a directory (``directory``) or a file, or None."""
+    try:
+        if path.is_dir():
+            return None if directory else f"{path} is a directory; expected a file path"
+        if path.exists():
+            return f"{path} is a file; expected a directory" if directory else None
+        for parent in path.absolute().parents:
+            if parent.is_dir():
+                return None
+            if parent.exists():
+                return f"{path}: its parent {parent} is not a directory"
+    except OSError as exc:  # e.g. a parent that may not be searched
+        return f"{path}: cannot be examined ({exc.strerror or exc})"
+    return None
 
 
 def image_overrides(config: pytest.Config) -> dict[str, str]:

@@ -1,8 +1,14 @@
-"""The machine-readable JSON report of a session."""
+"""The machine-readable JSON report of a session.
+
+The document is strict JSON (RFC 8259): a number that is not finite (an ``mde`` that
+could not be computed, a threshold that overflowed, a NaN p-value) is written as
+``null``, never as ``NaN`` or ``Infinity``, which strict parsers reject.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -24,19 +30,34 @@ def write_json(rows: Sequence[Any], results_by_test: Mapping[str, Any], path: Pa
         "plugin_version": __version__,
         "summary": counts(rows),
         "rows": [r.to_dict() for r in as_rows(rows)],
-        "results": _jsonable(results_by_test),
+        "results": results_by_test,
     }
     path = Path(path)
-    write_text_atomic(path, json.dumps(doc, indent=1) + "\n")
+    write_text_atomic(path, dumps_strict(doc))
     return path
 
 
-def _jsonable(value: Any) -> Any:
-    """Convert result objects (anything with ``to_dict``) inside mappings and lists."""
+def dumps_strict(doc: Any) -> str:
+    """Indented strict JSON of ``doc`` (see :func:`strict_jsonable`), ending in a newline."""
+    return json.dumps(strict_jsonable(doc), indent=1, allow_nan=False) + "\n"
+
+
+def strict_jsonable(value: Any) -> Any:
+    """``value`` with result objects (anything with ``to_dict``) converted, numpy scalars
+    made builtin and every non-finite number replaced by ``None``, at any depth."""
     if hasattr(value, "to_dict"):
-        return value.to_dict()
+        return strict_jsonable(value.to_dict())
     if isinstance(value, Mapping):
-        return {str(k): _jsonable(v) for k, v in value.items()}
+        return {str(k): strict_jsonable(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
+        return [strict_jsonable(v) for v in value]
+    if isinstance(value, (str, bool)) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value) if math.isfinite(value) else None
+    tolist = getattr(value, "tolist", None)  # numpy scalars and arrays
+    if callable(tolist):
+        return strict_jsonable(tolist())
     return value

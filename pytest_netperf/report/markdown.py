@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from pathlib import Path
 from typing import Any, Sequence
@@ -79,7 +80,7 @@ def _detail_facts(row: ReportRow) -> str:
     if method:
         facts.append(f"method {method}")
     p_value = row.raw.get("p_value")
-    if isinstance(p_value, (int, float)):
+    if isinstance(p_value, (int, float)) and math.isfinite(p_value):
         facts.append(f"p = {p_value:.3g}")
     return _md_text("; ".join(facts))
 

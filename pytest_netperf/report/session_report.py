@@ -9,7 +9,7 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from pytest_netperf.report import json_report, markdown, terminal
 from pytest_netperf.report.rows import ReportRow, as_rows
@@ -41,14 +41,17 @@ class SessionReport:
         for row, p in zip(judged, adjusted, strict=True):
             row.raw["p_holm_session"] = p
 
-    def write_reports(self) -> list[Path]:
-        """Write the JSON/Markdown reports asked for; returns the paths written.
+    def write_reports(self, warn: Optional[Callable[[str], None]] = None) -> list[Path]:
+        """Write the JSON/Markdown reports asked for (and the GitHub step summary);
+        returns the paths written.
 
-        A report that cannot be written is a warning: it never changes a verdict.
+        A report that cannot be written never changes a verdict or stops the session:
+        the problem goes to ``warn`` (default: :func:`warnings.warn`) and on to the next.
         """
+        say = warn or _warn
         written: list[Path] = []
         md = markdown.markdown(self.rows)
-        targets = (
+        targets: tuple[tuple[Optional[Path], Callable[[Path], Path]], ...] = (
             (self.json_path, lambda p: json_report.write_json(self.rows, self.results, p)),
             (self.markdown_path, lambda p: markdown.write_markdown(self.rows, p)),
         )
@@ -57,12 +60,26 @@ class SessionReport:
                 continue
             try:
                 written.append(write(Path(path)))
-            except OSError as exc:
-                warnings.warn(f"netperf: could not write {path}: {exc}", stacklevel=2)
+            except Exception as exc:  # a report is never worth a crash (disk full, a directory, …)
+                say(f"could not write {path}: {_reason(exc)}")
         if self.rows:
-            markdown.append_github_step_summary(md)
+            try:
+                markdown.append_github_step_summary(md)
+            except OSError as exc:
+                say(f"could not append to $GITHUB_STEP_SUMMARY: {_reason(exc)}")
         return written
 
     def terminal_table(self) -> str:
         """The summary table for the terminal."""
         return terminal.terminal_table(self.rows)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(f"netperf: {message}", stacklevel=3)
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        where = f": {exc.filename}" if exc.filename else ""
+        return f"{exc.strerror}{where}"
+    return f"{type(exc).__name__}: {exc}"

@@ -192,16 +192,29 @@ def test_corrupt_json_names_the_file(tmp_path: Path) -> None:
     assert "corrupt JSON" in str(info.value)
 
 
-def test_unknown_format_version_says_what_to_do(tmp_path: Path) -> None:
+def test_newer_format_version_says_upgrade_or_delete(tmp_path: Path) -> None:
     doc = make_baseline().to_dict()
-    doc["format_version"] = 7
+    doc["format_version"] = 99
     store, path = write(tmp_path, doc)
     with pytest.raises(BaselineError) as info:
         store.load(TEST_ID)
     assert str(info.value) == (
-        f"{path}: unknown format_version 7 (this plugin reads 1); update pytest-netperf "
-        "or re-create with --netperf-update-baseline"
+        f"{path}: format_version 99 is newer than this pytest-netperf reads (1): the file was written by a "
+        "newer pytest-netperf; upgrade pytest-netperf, or delete the file to record a new baseline"
     )
+    # --netperf-update-baseline reads the stored baseline first, so it fails the same way: never advise it
+    assert "--netperf-update-baseline" not in str(info.value)
+
+
+@pytest.mark.parametrize("version", [0, "1", True, None, 1.0])
+def test_invalid_format_version_says_delete(tmp_path: Path, version: object) -> None:
+    doc = make_baseline().to_dict()
+    doc["format_version"] = version
+    store, path = write(tmp_path, doc)
+    with pytest.raises(BaselineError) as info:
+        store.load(TEST_ID)
+    assert str(info.value).startswith(f"{path}: unknown format_version {version!r} (this pytest-netperf reads 1)")
+    assert "delete the file" in str(info.value) and "--netperf-update-baseline" not in str(info.value)
 
 
 @pytest.mark.parametrize("key", ["format_version", "test_id", "series", "fingerprint", "created_at"])
@@ -217,7 +230,9 @@ def test_broken_round_names_series_and_index(tmp_path: Path) -> None:
     doc = make_baseline().to_dict()
     del doc["series"]["reference"]["rounds"][1]["latency"]
     store, _ = write(tmp_path, doc)
-    with pytest.raises(BaselineError, match=r"series 'reference' round 1: not a valid round"):
+    with pytest.raises(
+        BaselineError, match=r"\.json: series\.reference\.rounds\[1\]: missing field latency of RoundResult$"
+    ):
         store.load(TEST_ID)
 
 

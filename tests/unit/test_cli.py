@@ -83,8 +83,24 @@ def test_console_script_is_installed() -> None:
 
 # ------------------------------------------------------------------ show
 def test_show_without_baselines(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
+    store.directory.mkdir()
     code, out, _ = run(capsys, store, "baseline", "show")
     assert code == 0 and out.strip() == f"no baselines in {store.directory}"
+
+
+@pytest.mark.parametrize("command", ["show", "diff"])
+@pytest.mark.parametrize("kind", ["missing", "file"])
+def test_a_baseline_dir_that_is_missing_or_a_file_is_an_error(
+    store: BaselineStore, capsys: pytest.CaptureFixture[str], command: str, kind: str
+) -> None:
+    if kind == "file":
+        store.directory.write_text("not a directory\n")
+    code, out, err = run(capsys, store, "baseline", command)
+    assert code == 1 and out == ""
+    problem = "not a directory" if kind == "file" else "no such baseline directory"
+    assert err.strip() == f"netperf: {store.directory}: {problem}" + (
+        " (expected the baseline directory)" if kind == "file" else ""
+    )
 
 
 def test_show_lists_baselines_with_medians(store: BaselineStore, capsys: pytest.CaptureFixture[str]) -> None:
@@ -118,7 +134,7 @@ def test_show_reports_a_corrupt_file_and_exits_1(store: BaselineStore, capsys: p
     code, out, err = run(capsys, store, "baseline", "show")
     assert code == 1
     assert GW in out
-    assert f"netperf: {broken}: unknown format_version 9" in err
+    assert f"netperf: {broken}: format_version 9 is newer than this pytest-netperf reads (1)" in err
 
 
 # ------------------------------------------------------------------ diff

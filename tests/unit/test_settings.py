@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_netperf import defaults
-from pytest_netperf.settings import SETTING_HELP, Settings
+from pytest_netperf.settings import SETTING_HELP, Settings, strict_default
 
 
 def test_defaults() -> None:
@@ -82,3 +82,22 @@ def test_invalid_values_are_explained(values: dict, message: str) -> None:
     with pytest.raises(ValueError) as info:
         Settings.from_mapping(values)
     assert str(info.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("environ", "strict"),
+    [
+        ({}, False),
+        ({"CI": ""}, False),
+        ({"CI": "false"}, False),
+        ({"CI": "0"}, False),
+        ({"CI": "true"}, True),
+        ({"CI": "True"}, True),
+        ({"CI": "1"}, True),
+        ({"CI": " yes "}, True),
+        ({"CI": "on"}, True),
+    ],
+)
+def test_strict_defaults_to_on_under_ci(environ: dict[str, str], strict: bool) -> None:
+    assert strict_default(environ) is strict
+    assert Settings().strict is False  # the environment is read by the plugin, not by Settings
