@@ -8,6 +8,7 @@ low rate or a short round, and every process a test starts is killed at its end.
 from __future__ import annotations
 
 import contextlib
+import http.server
 import os
 import signal
 import subprocess
@@ -261,18 +262,38 @@ def test_target_vanishing_mid_round_is_a_driver_error(driver: RustDriver, rate: 
     assert took < 3.5, f"the round went on for {took:.1f}s"
 
 
+class _QuickEcho(http.server.BaseHTTPRequestHandler):
+    """A keep-alive HTTP/1.1 200 responder that binds in milliseconds (the restarted server)."""
+
+    protocol_version = "HTTP/1.1"
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
 def test_a_short_outage_is_counted_not_fatal(driver: RustDriver) -> None:
     """The server is gone for ~0.3 s and comes back on the same port: the refused
-    connects are errors of the round, which is still measured."""
+    connects are errors of the round, which is still measured. The server that comes
+    back is an in-process one, so the outage stays short on a busy machine too."""
     first = LocalEchoServer(threads=1).start()
     port = first.port
-    second = LocalEchoServer(listen=f"127.0.0.1:{port}", threads=1)
+    second: list[http.server.ThreadingHTTPServer] = []
 
     def bounce() -> None:
         time.sleep(0.5)
         first.stop()
         time.sleep(0.3)
-        second.start()
+        http.server.ThreadingHTTPServer.allow_reuse_address = True
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", port), _QuickEcho)
+        server.daemon_threads = True
+        second.append(server)
+        server.serve_forever(poll_interval=0.05)
 
     bouncer = threading.Thread(target=bounce, daemon=True)
     bouncer.start()
@@ -280,8 +301,11 @@ def test_a_short_outage_is_counted_not_fatal(driver: RustDriver) -> None:
         shape = LoadShape(connections=2, threads=1, rate=200, duration_s=2.0, warmup_s=0.1, timeout_s=1.0)
         result = driver.run(f"http://127.0.0.1:{port}/", shape)
     finally:
-        bouncer.join()
         first.stop()
-        second.stop()
+        for server in second:
+            server.shutdown()
+            server.server_close()
+        bouncer.join(timeout=5)
     assert result.errors.get("connect_refused", 0) > 0, result.errors
-    assert result.ok > 200, "the round went on after the server came back"
+    # the first server can have answered at most ~0.5 s x 200/s = 100 of them
+    assert result.ok > 120, f"the round went on after the server came back: {result.ok} ok, {result.errors}"
