@@ -91,10 +91,6 @@ class BudgetOutcome:
         self.status = Status.parse(self.status)
 
 
-class GateFailure(AssertionError):
-    """Raised at the end of a test whose budgets failed; the message explains each one."""
-
-
 @dataclass
 class GateSettings:
     """The tunables a gate needs (a subset of the plugin settings)."""
@@ -237,7 +233,7 @@ class Gate:
         lines = ["netperf gate failed:"]
         for o in bad:
             where = f" [{o.measurement}]" if o.measurement != "default" else ""
-            detail = o.verdict.describe() if o.verdict is not None else ""
+            detail = o.verdict.evidence() if o.verdict is not None else ""
             lines.append(f"  {o.status}: '{o.budget.text}'{where}: {detail}".rstrip(": "))
             lines.extend(f"      {n}" for n in o.notes)
         return "\n".join(lines)

@@ -21,7 +21,7 @@ from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.errors import BaselineError, BudgetSyntaxError, InvalidMeasurement, MarkerError, NetperfError
-from pytest_netperf.measure.gate import BudgetOutcome, DriverFactory, Gate, GateFailure, series_name
+from pytest_netperf.measure.gate import BudgetOutcome, DriverFactory, Gate, series_name
 from pytest_netperf.plugin import docker_fixtures
 from pytest_netperf.plugin.markers import MARKER, MARKER_HELP, MarkerOptions, marker_budgets, marker_options
 from pytest_netperf.plugin.options import add_options, image_overrides, settings_from_config
@@ -200,7 +200,8 @@ class NetperfPlugin:
             result = yield
         except InvalidMeasurement as exc:
             item.stash[STASH_INVALID] = exc.reason
-            raise InvalidMeasurement(f"INVALID measurement (no verdict): {exc.reason}") from None
+            # pytrace=False: the reason reads like an assertion, without the plugin's own source
+            pytest.fail(f"INVALID measurement (no verdict): {exc.reason}", pytrace=False)
         gate = item.stash.get(STASH_GATE, None)
         if gate is None:
             if item.get_closest_marker(MARKER) is not None:
@@ -231,7 +232,7 @@ class NetperfPlugin:
         policy = gate.settings.inconclusive
         message = Gate.failure_message(outcomes, policy)
         if message:
-            raise GateFailure(message + (f"\n{not_written}" if not_written else ""))
+            pytest.fail(message + (f"\n{not_written}" if not_written else ""), pytrace=False)
         if not_written is not None:
             raise not_written
         undecided = [o for o in outcomes if o.status is Status.INCONCLUSIVE]

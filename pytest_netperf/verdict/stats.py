@@ -80,8 +80,12 @@ class Verdict:
 
     def describe(self) -> str:
         """One line for reports: status, budget, estimate, interval, rounds, p, method."""
+        return f"{self.status.value} {self.budget.text}: {self.evidence()}"
+
+    def evidence(self) -> str:
+        """What the verdict rests on: estimate, interval, rounds, look, p-value, method."""
         fmt = self.budget.format_value
-        head = f"{self.status.value} {self.budget.text}: {fmt(self.estimate)}"
+        head = fmt(self.estimate)
         if self.exact:
             body = f" over {_rounds_text(self.n_rounds)} ({self.method})"
         else:
