@@ -64,6 +64,8 @@ class Metric:
     description: str
     #: Kept in readable form in baseline files next to the full rounds.
     stored: bool = True
+    #: For a latency percentile: which one (0-100); None for every other metric.
+    percentile: Optional[float] = None
 
     @property
     def unit(self) -> str:
@@ -157,6 +159,7 @@ REGISTRY: dict[str, Metric] = {
             _percentile(q),
             f"{q:g}th percentile latency from the intended send time",
             stored=stored,
+            percentile=q,
         )
         for name, q, stored in _LATENCY
     },

@@ -18,15 +18,13 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.budget.metrics import Family
 from pytest_netperf.measure.results import RoundResult
 
-#: The percentile of each latency metric (mean and max need one sample).
-_PERCENTILES = {"p50": 50.0, "p75": 75.0, "p90": 90.0, "p95": 95.0, "p99": 99.0, "p999": 99.9}
-
 
 def samples_needed(metric: str) -> int:
     """Latency samples a round needs before ``metric`` means anything (0 for non-latency)."""
-    if metrics.get(metric).family is not Family.LATENCY:
+    known = metrics.get(metric)
+    if known.family is not Family.LATENCY:
         return 0
-    q = _PERCENTILES.get(metric)
+    q = known.percentile  # None for the mean and the maximum: one sample will do
     return 1 if q is None else math.ceil(100.0 / (100.0 - q) - 1e-9)
 
 

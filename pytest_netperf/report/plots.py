@@ -28,7 +28,7 @@ from pytest_netperf.measure.results import RoundResult
 #: How each family is drawn: factor from canonical units and the axis unit.
 _AXIS = {
     Family.LATENCY: (1e-6, "ms"),
-    Family.RATE: (1.0, "responses/s"),
+    Family.RATE: (1.0, registry.FAMILY_UNITS[Family.RATE]),
     Family.FRACTION: (100.0, "%"),
     Family.COUNT: (1.0, "count"),
 }
