@@ -1,4 +1,5 @@
-"""The files that go into local images besides Debian packages: Envoy and the driver binary."""
+"""The files that go into local images besides Debian packages: Envoy, the driver binary, and
+the default configs that make the local images read their configs where the official ones do."""
 
 from __future__ import annotations
 
@@ -213,3 +214,142 @@ def file_sha256(path: Path) -> str:
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()
+
+
+# ----------------------------------------------------------------------------- default configs
+
+#: nginx.conf of the official image (user nginx, logs to /var/log/nginx, linked to stdout and
+#: stderr in the image; ``include /etc/nginx/conf.d/*.conf``).
+NGINX_CONF = """\
+user  nginx;
+worker_processes  auto;
+
+error_log  /var/log/nginx/error.log notice;
+pid        /run/nginx.pid;
+
+
+events {
+    worker_connections  1024;
+}
+
+
+http {
+    include       /etc/nginx/mime.types;
+    default_type  application/octet-stream;
+
+    log_format  main  '$remote_addr - $remote_user [$time_local] "$request" '
+                      '$status $body_bytes_sent "$http_referer" '
+                      '"$http_user_agent" "$http_x_forwarded_for"';
+
+    access_log  /var/log/nginx/access.log  main;
+
+    sendfile        on;
+    #tcp_nopush     on;
+
+    keepalive_timeout  65;
+
+    #gzip  on;
+
+    include /etc/nginx/conf.d/*.conf;
+}
+"""
+#: conf.d/default.conf of the official image: a static site on port 80.
+NGINX_DEFAULT_SERVER = """\
+server {
+    listen       80;
+    server_name  localhost;
+
+    location / {
+        root   /usr/share/nginx/html;
+        index  index.html index.htm;
+    }
+
+    error_page   500 502 503 504  /50x.html;
+    location = /50x.html {
+        root   /usr/share/nginx/html;
+    }
+}
+"""
+NGINX_50X = """\
+<!DOCTYPE html>
+<html>
+<head><title>Error</title></head>
+<body>
+<h1>An error occurred.</h1>
+<p>Sorry, the page you are looking for is currently unavailable.</p>
+</body>
+</html>
+"""
+#: A small haproxy.cfg so the image starts without one mounted (the official image ships none).
+HAPROXY_CFG = """\
+# Default of pytest-netperf/haproxy:local; mount yours at /usr/local/etc/haproxy/haproxy.cfg.
+global
+    maxconn 4096
+
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 30s
+    timeout server 30s
+
+frontend default
+    bind :80
+    http-request return status 200 content-type text/plain string "haproxy default config\\n"
+"""
+#: The official image's envoy.yaml shape: admin on 9901, a listener on 10000 (a direct
+#: response here instead of a proxy to the internet).
+ENVOY_YAML = """\
+# Default of pytest-netperf/envoy:local; mount yours at /etc/envoy/envoy.yaml.
+admin:
+  address:
+    socket_address: { address: 0.0.0.0, port_value: 9901 }
+
+static_resources:
+  listeners:
+  - name: listener_0
+    address:
+      socket_address: { address: 0.0.0.0, port_value: 10000 }
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: ingress_http
+          route_config:
+            name: local_route
+            virtual_hosts:
+            - name: local_service
+              domains: ["*"]
+              routes:
+              - match: { prefix: "/" }
+                direct_response:
+                  status: 200
+                  body: { inline_string: "envoy default config\\n" }
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+"""
+#: Build-context file name -> text, per role (the role's Dockerfile copies them into place).
+DEFAULT_CONFIGS: dict[str, dict[str, str]] = {
+    "nginx": {"nginx.conf": NGINX_CONF, "default.conf": NGINX_DEFAULT_SERVER, "50x.html": NGINX_50X},
+    "haproxy": {"haproxy.cfg": HAPROXY_CFG},
+    "envoy": {"envoy.yaml": ENVOY_YAML},
+}
+
+
+def default_config_note(role: str) -> str:
+    """A text that changes whenever one of the role's default config files changes."""
+    texts = DEFAULT_CONFIGS.get(role, {})
+    return ",".join(f"{name}:{hashlib.sha256(text.encode()).hexdigest()[:12]}" for name, text in sorted(texts.items()))
+
+
+def write_default_configs(role: str, folder: Path) -> dict[str, Path]:
+    """Write the role's default config files into ``folder``; context name -> path."""
+    written: dict[str, Path] = {}
+    for name, text in DEFAULT_CONFIGS.get(role, {}).items():
+        path = folder / name
+        path.write_text(text)
+        path.chmod(0o644)
+        written[name] = path
+    return written

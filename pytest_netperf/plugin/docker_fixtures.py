@@ -18,13 +18,14 @@ import os
 import signal
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import pytest
 
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
-from pytest_netperf.images.resolve import resolve_image
+from pytest_netperf.images.resolve import NodeImageMissingError, resolve_image
 from pytest_netperf.runtime.cleanup import clean_session, remove_stale
 from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology
@@ -67,7 +68,13 @@ def netperf_docker(
         worker = os.environ.get("PYTEST_XDIST_WORKER")
         where = f" [{worker}]" if worker else ""
         _record(request.config, leftovers=[f"{stale.summary()} (their processes were gone){where}"])
-    runtime = DockerRuntime(session_id, {"echo": echo_image}, client, overrides=netperf_image_overrides)
+    runtime = DockerRuntime(
+        session_id,
+        {"echo": echo_image},
+        client,
+        overrides=netperf_image_overrides,
+        base_dir=request.config.rootpath,  # relative config= paths of file-backed nodes
+    )
     restore_signals = _install_signal_cleanup(session_id)
     last_resort = _register_atexit(session_id)
     try:
@@ -83,37 +90,44 @@ def netperf_docker(
 @pytest.fixture(scope="module")
 def echo_topology(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) -> Iterator[RunningTopology]:
     """Echo servers; param: replicas (int, default 1) or a dict of ``builders.echo_topology`` args."""
-    yield from _bring_up(netperf_docker, builders.echo_topology(**_params(request, "replicas", 1)))
+    yield from _bring_up(netperf_docker, builders.echo_topology(**_params(request, "replicas", 1)), request)
 
 
 @pytest.fixture(scope="module")
 def gateway_topology(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) -> Iterator[RunningTopology]:
     """Echo behind a gateway; param: kind ("nginx" default | "kong") or a dict (kind, workers, ...)."""
-    yield from _bring_up(netperf_docker, builders.gateway_topology(**_params(request, "kind", "nginx")))
+    yield from _bring_up(netperf_docker, builders.gateway_topology(**_params(request, "kind", "nginx")), request)
 
 
 @pytest.fixture(scope="module")
 def sidecar_chain(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) -> Iterator[RunningTopology]:
     """svc-a <-> svc-b call chain; param: sidecars (bool, default True: Envoy pods)."""
-    yield from _bring_up(netperf_docker, builders.sidecar_chain_topology(**_params(request, "sidecars", True)))
+    topology = builders.sidecar_chain_topology(**_params(request, "sidecars", True))
+    yield from _bring_up(netperf_docker, topology, request)
 
 
 @pytest.fixture(scope="module")
 def access_modes(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) -> Iterator[RunningTopology]:
     """Echo replicas reached by link, DNS, discovery proxy, L7 and L4; param: replicas (default 3)."""
-    yield from _bring_up(netperf_docker, builders.access_modes_topology(**_params(request, "replicas", 3)))
+    topology = builders.access_modes_topology(**_params(request, "replicas", 3))
+    yield from _bring_up(netperf_docker, topology, request)
 
 
 @pytest.fixture
-def netperf_topology(netperf_docker: DockerRuntime) -> Iterator[Callable[[Topology], RunningTopology]]:
-    """A factory ``up(topology) -> RunningTopology``; whatever it started is removed after the test."""
+def netperf_topology(
+    request: pytest.FixtureRequest, netperf_docker: DockerRuntime
+) -> Iterator[Callable[..., RunningTopology]]:
+    """A factory ``up(topology, base_dir=None) -> RunningTopology``; whatever it started is
+    removed after the test.
+
+    Relative ``config=`` paths of file-backed nodes resolve against ``base_dir``, by default
+    the rootdir. A missing role image (no local build) skips the test; a missing ``image=``
+    of a node is the test's own input and fails it with the fixes.
+    """
     started: list[RunningTopology] = []
 
-    def up(topology: Topology) -> RunningTopology:
-        try:
-            running = netperf_docker.up(topology)
-        except ImageMissingError as exc:
-            pytest.skip(str(exc))
+    def up(topology: Topology, base_dir: str | os.PathLike[str] | None = None) -> RunningTopology:
+        running = _up_or_skip(netperf_docker, topology, base_dir if base_dir is not None else _rootdir(request))
         started.append(running)
         return running
 
@@ -170,11 +184,22 @@ def _params(request: pytest.FixtureRequest, key: str, default: Any) -> dict[str,
     return dict(value) if isinstance(value, Mapping) else {key: value}
 
 
-def _bring_up(runtime: DockerRuntime, topology: Topology) -> Iterator[RunningTopology]:
+def _rootdir(request: pytest.FixtureRequest) -> Path:
+    return Path(request.config.rootpath)
+
+
+def _up_or_skip(runtime: DockerRuntime, topology: Topology, base_dir: str | os.PathLike[str] | None) -> RunningTopology:
+    """``runtime.up``; a missing role image skips, a missing node ``image=`` propagates."""
     try:
-        running = runtime.up(topology)
+        return runtime.up(topology, base_dir=base_dir)
+    except NodeImageMissingError:
+        raise
     except ImageMissingError as exc:
         pytest.skip(str(exc))
+
+
+def _bring_up(runtime: DockerRuntime, topology: Topology, request: pytest.FixtureRequest) -> Iterator[RunningTopology]:
+    running = _up_or_skip(runtime, topology, _rootdir(request))
     try:
         yield running
     finally:

@@ -5,6 +5,13 @@ Containers run with every capability dropped (each role gets back only what it n
 route out of the host; the host itself still reaches the containers' addresses). An
 :class:`Endpoint` carries a guard that tells the gate, before each round, whether its
 address still belongs to this session's running topology.
+
+File-backed nodes (``config=``) get the team's files bind-mounted read-only; relative paths
+resolve against the runtime's base directory (the pytest rootdir in the fixtures), and
+every path is checked before anything starts. A node's ``image=`` goes through the image
+mapping (``--netperf-image nginx:1.27=pytest-netperf/nginx:local``). Each node runs with its
+``resources`` and, where :func:`default_split` splits the cores, on the system-under-test
+cores; endpoints carry both, and the image each node really ran, in ``Endpoint.facts``.
 """
 
 from __future__ import annotations
@@ -19,25 +26,29 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from docker import DockerClient
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
+from docker.types import Mount as DockerMount
 
 from pytest_netperf.drivers.base import CommandRunner
 from pytest_netperf.errors import NetperfError
-from pytest_netperf.images.resolve import resolve_image
+from pytest_netperf.images.resolve import resolve_image, resolve_reference
 from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_network
 from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
+from pytest_netperf.runtime.resources import CoreSplit, Resources, default_split
 from pytest_netperf.runtime.runners import ContainerRunner
-from pytest_netperf.topology.model import Topology
+from pytest_netperf.topology.model import Node, Topology
 from pytest_netperf.topology.render.containers import ContainerSpec, container_specs
+from pytest_netperf.topology.render.files import check_configs
 
 __all__ = [
+    "DOCKER_DEFAULT_CAPABILITIES",
     "ROLE_CAPABILITIES",
     "DockerRuntime",
     "Endpoint",
@@ -46,6 +57,9 @@ __all__ = [
     "TopologyStartError",
     "docker_client",
     "hardening_options",
+    "images_fact",
+    "node_limits",
+    "resources_fact",
 ]
 
 #: Containers started at the same time within one wave.
@@ -60,12 +74,34 @@ _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]+")
 #: below 1024 needs nothing either: Docker 20.10+ sets ip_unprivileged_port_start=0 in
 #: each container's network namespace. Kong (official image, not available offline) is
 #: given nginx's set: it is OpenResty and may start as root the same way.
+#: A ``"container"`` node (the team's own image, e.g. its app) gets Docker's default set
+#: (:data:`DOCKER_DEFAULT_CAPABILITIES`): the plugin cannot know what that image's
+#: entrypoint needs (dropping to a user, chowning a volume), and Compose runs the same image
+#: with exactly this set, so a node and a Compose service of one image behave the same.
+#: ``no-new-privileges`` and the internal network still apply.
+DOCKER_DEFAULT_CAPABILITIES: tuple[str, ...] = (
+    "AUDIT_WRITE",
+    "CHOWN",
+    "DAC_OVERRIDE",
+    "FOWNER",
+    "FSETID",
+    "KILL",
+    "MKNOD",
+    "NET_BIND_SERVICE",
+    "NET_RAW",
+    "SETFCAP",
+    "SETGID",
+    "SETPCAP",
+    "SETUID",
+    "SYS_CHROOT",
+)
 ROLE_CAPABILITIES: dict[str, tuple[str, ...]] = {
     "echo": (),
     "nginx": ("CHOWN", "SETGID", "SETUID"),
     "haproxy": (),
     "envoy": (),
     "kong": ("CHOWN", "SETGID", "SETUID"),
+    "container": DOCKER_DEFAULT_CAPABILITIES,
 }
 #: Whether topology networks are ``internal`` (no route off the host). Verified on Docker
 #: 20.10 / cgroup v1: the host still reaches containers on an internal bridge (host to
@@ -165,6 +201,9 @@ class Endpoint:
     images: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     #: what :meth:`guard` asks (None: a plain endpoint nothing can vanish under)
     liveness: TopologyGuard | None = field(default=None, hash=False, compare=False, repr=False)
+    #: facts the report prints with each row, e.g. ``{"images": "edge=pytest-netperf/nginx:local
+    #: (for nginx:1.27)", "resources": "edge cpus 1"}``
+    facts: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     def guard(self) -> str | None:
         """None while ``url`` still reaches this session's running topology, else the reason.
@@ -188,11 +227,23 @@ class RunningTopology:
         driver_image: str | None,
         startup_s: float,
         network_id: str = "",
+        node_images: Mapping[str, str] | None = None,
+        requested_images: Mapping[str, str | None] | None = None,
+        limits: Mapping[str, Resources] | None = None,
+        core_split: CoreSplit | None = None,
     ) -> None:
         self.topology = topology
         self.network = network
         self.network_id = network_id or network
         self.startup_s = startup_s
+        #: node -> the image its container really ran
+        self.node_images: dict[str, str] = dict(node_images or {})
+        #: node -> the image reference it asked for (``image=``), None for the role's image
+        self.requested_images: dict[str, str | None] = dict(requested_images or {})
+        #: node -> the limits its container ran with (nodes without limits are absent)
+        self.limits: dict[str, Resources] = dict(limits or {})
+        #: the driver/system-under-test core split the nodes ran under (None: no split)
+        self.core_split = core_split
         self._client = client
         self._containers = containers
         self._labels = labels
@@ -215,21 +266,37 @@ class RunningTopology:
             out[str(name)] = str(container.attrs.get("Image", ""))
         return out
 
+    def container(self, node: str) -> Container:
+        """The container of ``node`` (for tests that need to poke it); KeyError naming the nodes."""
+        if node not in self._containers:
+            known = ", ".join(self._containers)
+            raise KeyError(f"topology {self.topology.name!r} has no node {node!r} (nodes: {known})")
+        return self._containers[node]
+
+    def facts(self) -> dict[str, str]:
+        """What the report prints with each row: ``images`` and (when any) ``resources``."""
+        facts = {"images": images_fact(self.topology, self.node_images, self.requested_images)}
+        resources = resources_fact(self.topology, self.limits, self.core_split)
+        if resources:
+            facts["resources"] = resources
+        return facts
+
     def endpoint(self, target_name: str) -> Endpoint:
         """The URL for target ``target_name`` and the runner the driver must use for it."""
         target = self.topology.target(target_name)
         images = self.image_digests()
         guard = self.guard_for(target.node)
+        facts = self.facts()
         if not target.via_dns:
             url = f"http://{self.ip(target.node)}:{target.port}{target.path}"
-            return Endpoint(url, None, "host", target.host_header, images, guard)
+            return Endpoint(url, None, "host", target.host_header, images, guard, facts)
         if self._driver_image is None:
             raise TopologyStartError(
                 f"target {target_name!r} needs the driver in a container, but no echo (driver) image is known"
             )
         runner = ContainerRunner(self._client, self._driver_image, self.network, self._labels)
         url = f"http://{self.topology.dns_name(target.node)}:{target.port}{target.path}"
-        return Endpoint(url, runner, runner.where, target.host_header, images, guard)
+        return Endpoint(url, runner, runner.where, target.host_header, images, guard, facts)
 
     def guard_for(self, node: str) -> TopologyGuard:
         """The liveness check of ``node``'s address (see :meth:`Endpoint.guard`)."""
@@ -260,7 +327,12 @@ class RunningTopology:
 
 
 class DockerRuntime:
-    """Brings topologies up in Docker; every resource is labelled with ``session_id``."""
+    """Brings topologies up in Docker; every resource is labelled with ``session_id``.
+
+    ``overrides`` are the role and image mappings (``--netperf-image``); ``base_dir`` is where
+    relative ``config=`` paths resolve (default: the working directory); ``core_split``
+    ("auto": :func:`default_split`) puts nodes without a cpuset on the system-under-test cores.
+    """
 
     def __init__(
         self,
@@ -270,10 +342,14 @@ class DockerRuntime:
         ready_timeout_s: float = 30.0,
         poll_interval_s: float = 0.05,
         overrides: Mapping[str, str] | None = None,
+        base_dir: str | os.PathLike[str] | None = None,
+        core_split: CoreSplit | Literal["auto"] | None = "auto",
     ) -> None:
         self.session_id = session_id
         self.images = dict(images)
         self.overrides = dict(overrides or {})
+        self.base_dir = base_dir
+        self.core_split: CoreSplit | None = default_split() if core_split == "auto" else core_split
         self.client = client or docker_client()
         self.ready_timeout_s = ready_timeout_s
         self.poll_interval_s = poll_interval_s
@@ -293,14 +369,32 @@ class DockerRuntime:
             self.images[role] = resolve_image(role, self.overrides, self.client)
         return self.images[role]
 
-    def up(self, topology: Topology) -> RunningTopology:
+    def node_image(self, spec: ContainerSpec) -> str:
+        """The image ``spec``'s node runs: its ``image=`` through the image mapping, else its role's.
+
+        Raises ImageMissingError (NodeImageMissingError for ``image=``) naming the node, the
+        image and the fixes.
+        """
+        if spec.image is None:
+            return self.image_for(spec.role)
+        return resolve_reference(spec.image, self.overrides, self.client, f"node {spec.node!r}", spec.role)
+
+    def up(self, topology: Topology, base_dir: str | os.PathLike[str] | None = None) -> RunningTopology:
         """Start ``topology``, wait until every node answers, return it running.
 
-        On any failure everything already started is removed before the error propagates.
+        ``base_dir`` (default: the runtime's) resolves relative ``config=`` paths. Config
+        paths and images are checked before anything starts; on any later failure everything
+        already started is removed before the error propagates.
         """
         started = time.monotonic()
-        specs = container_specs(topology)
-        images = {spec.node: self.image_for(spec.role) for spec in specs}
+        base = base_dir if base_dir is not None else self.base_dir
+        topology.validate()
+        check_configs(topology, base)
+        specs = container_specs(topology, base)
+        images = {spec.node: self.node_image(spec) for spec in specs}
+        limits = {
+            node.name: found for node in topology.nodes if (found := node_limits(node, self.core_split)) is not None
+        }
         driver_image = self.images.get("echo") or _maybe(lambda: self.image_for("echo"))
         network = self.network_name(topology)
         labels = L.resource_labels(self.session_id, topology.name, network)
@@ -308,7 +402,7 @@ class DockerRuntime:
         try:
             network_id = self._create_network(network, labels)
             for wave in start_waves(topology, specs):
-                self._start_wave(topology, wave, images, network, labels, containers)
+                self._start_wave(topology, wave, images, limits, network, labels, containers)
             self._wait_ready(topology, specs, containers, network)
         except BaseException as failure:
             try:
@@ -319,7 +413,18 @@ class DockerRuntime:
                     add_note(f"cleanup after the failure also failed: {cleanup_failure}")
             raise
         running = RunningTopology(
-            topology, network, self.client, containers, labels, driver_image, time.monotonic() - started, network_id
+            topology,
+            network,
+            self.client,
+            containers,
+            labels,
+            driver_image,
+            time.monotonic() - started,
+            network_id,
+            node_images=images,
+            requested_images={spec.node: spec.image for spec in specs},
+            limits=limits,
+            core_split=self.core_split,
         )
         self.startup_times[topology.name] = running.startup_s
         self.running.append(running)
@@ -341,6 +446,7 @@ class DockerRuntime:
         topology: Topology,
         wave: list[ContainerSpec],
         images: dict[str, str],
+        limits: Mapping[str, Resources],
         network: str,
         labels: dict[str, str],
         containers: dict[str, Container],
@@ -348,7 +454,9 @@ class DockerRuntime:
         """Start the containers of one wave concurrently; raise the first failure after all return."""
         with ThreadPoolExecutor(max_workers=min(len(wave), MAX_PARALLEL_STARTS)) as pool:
             futures = {
-                spec.node: pool.submit(self._start, topology, spec, images[spec.node], network, labels, containers)
+                spec.node: pool.submit(
+                    self._start, topology, spec, images[spec.node], limits.get(spec.node), network, labels, containers
+                )
                 for spec in wave
             }
         failures = [error for future in futures.values() if (error := future.exception()) is not None]
@@ -363,6 +471,7 @@ class DockerRuntime:
         topology: Topology,
         spec: ContainerSpec,
         image: str,
+        limits: Resources | None,
         network: str,
         labels: dict[str, str],
         containers: dict[str, Container],
@@ -370,6 +479,12 @@ class DockerRuntime:
         """Create the container, copy its config files in, start it (readiness comes later)."""
         node = topology.node(spec.node)
         options: dict[str, Any] = {"labels": {**labels, L.NODE: node.name}, **hardening_options(spec.role)}
+        if limits is not None:
+            options.update(limits.docker_options())
+        if spec.mounts:
+            options["mounts"] = [
+                DockerMount(m.target, m.source, type="bind", read_only=m.read_only) for m in spec.mounts
+            ]
         if node.pod_of is not None:  # a sidecar joins its pod root's network namespace
             options["network_mode"] = f"container:{containers[topology.pod_root(node.name).name].id}"
         else:
@@ -392,21 +507,56 @@ class DockerRuntime:
             root = topology.pod_root(spec.node).name
             if root not in addresses:
                 addresses[root] = _ip(containers[root], network)
-            probe = HttpReadiness(
-                addresses[root],
-                spec.port,
-                spec.health_path,
-                max(0.5, deadline - time.monotonic()),
-                self.poll_interval_s,
-            )
-            try:
-                probe.wait_until_ready(containers[spec.node])
-            except NodeNotReady as exc:
-                raise TopologyStartError(
-                    f"topology {topology.name!r}: node {spec.node!r} ({spec.role}) not ready: {exc}\n"
-                    f"--- last {LOG_TAIL_LINES} log lines of {spec.node} ---\n"
-                    f"{_log_tail(containers[spec.node])}"
-                ) from exc
+            probes = [(spec.port, spec.health_path), *((port, None) for port in spec.tcp_ports)]
+            for port, path in probes:
+                probe = HttpReadiness(
+                    addresses[root], port, path, max(0.5, deadline - time.monotonic()), self.poll_interval_s
+                )
+                try:
+                    probe.wait_until_ready(containers[spec.node])
+                except NodeNotReady as exc:
+                    image = (containers[spec.node].attrs.get("Config") or {}).get("Image", "?")
+                    raise TopologyStartError(
+                        f"topology {topology.name!r}: node {spec.node!r} ({spec.role}) not ready "
+                        f"(image {image}): {exc}\n"
+                        f"--- last {LOG_TAIL_LINES} log lines of {spec.node} ---\n"
+                        f"{_log_tail(containers[spec.node])}"
+                    ) from exc
+
+
+def node_limits(node: Node, split: CoreSplit | None) -> Resources | None:
+    """The limits ``node`` runs with: its ``resources``, on ``split.sut`` when it sets no cpuset.
+
+    None when nothing is limited (no resources and no split).
+    """
+    limits = node.resources or Resources()
+    if split is not None and limits.cpuset is None:
+        limits = limits.merged(Resources(cpuset=split.sut))
+    return None if limits.empty else limits
+
+
+def images_fact(
+    topology: Topology, node_images: Mapping[str, str], requested: Mapping[str, str | None] | None = None
+) -> str:
+    """``edge=pytest-netperf/nginx:local (for nginx:1.27), app=pytest-netperf/echo:local``."""
+    parts = []
+    for node in topology.nodes:
+        if node.name not in node_images:
+            continue
+        ran, asked = node_images[node.name], (requested or {}).get(node.name)
+        parts.append(f"{node.name}={ran}" + (f" (for {asked})" if asked and asked != ran else ""))
+    return ", ".join(parts)
+
+
+def resources_fact(topology: Topology, limits: Mapping[str, Resources], split: CoreSplit | None = None) -> str:
+    """``edge cpus 1, cpuset 2-3; app memory 256m; driver cores 0, system under test cores 1-3``.
+
+    Nodes without limits are left out; empty when nothing is limited and there is no split.
+    """
+    parts = [f"{node.name} {limits[node.name].describe()}" for node in topology.nodes if node.name in limits]
+    if split is not None:
+        parts.append(split.describe())
+    return "; ".join(parts)
 
 
 def start_waves(topology: Topology, specs: list[ContainerSpec]) -> list[list[ContainerSpec]]:

@@ -1,4 +1,4 @@
-"""Readiness: poll an HTTP probe of a container's bridge address until it answers."""
+"""Readiness: poll an HTTP probe (or a TCP connect) of a container's bridge address until it answers."""
 
 from __future__ import annotations
 
@@ -41,9 +41,10 @@ class HttpReadiness:
         while True:
             if self.probe_once():
                 return
-            status = _status(container)
+            status, exit_code = _status(container)
             if status in ("exited", "dead"):
-                raise NodeNotReady(f"container exited ({status}) before {self.describe()} answered")
+                code = "" if exit_code is None else f" with exit code {exit_code}"
+                raise NodeNotReady(f"container exited ({status}){code} before {self.describe()} answered")
             if time.monotonic() >= deadline:
                 raise NodeNotReady(
                     f"{self.describe()} not ready after {self.timeout_s:.0f}s (last problem: {self.last_problem})"
@@ -70,9 +71,11 @@ class HttpReadiness:
         return 200 <= status < 300
 
 
-def _status(container: Container) -> str:
+def _status(container: Container) -> tuple[str, int | None]:
+    """The container's status and, once it has exited, its exit code."""
     try:
         container.reload()
-        return str(container.status)
     except Exception:  # a vanished container reads as dead
-        return "dead"
+        return "dead", None
+    code = (container.attrs.get("State") or {}).get("ExitCode")
+    return str(container.status), code if isinstance(code, int) else None

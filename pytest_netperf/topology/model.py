@@ -1,22 +1,60 @@
-"""The topology model: plain, immutable data describing nodes and load targets."""
+"""The topology model: plain, immutable data describing nodes and load targets.
+
+A node is either *rendered* (the built-in renderers write its config from the model) or
+*file-backed*: ``config=`` names a file or folder of the team's repository that is mounted
+read-only into the container, and the image's own default command reads it. A node of
+kind ``"container"`` is a generic container from ``image=`` (e.g. the team's app).
+"""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-NodeKind = Literal["echo", "nginx", "kong", "envoy", "haproxy"]
-NODE_KINDS: tuple[str, ...] = ("echo", "nginx", "kong", "envoy", "haproxy")
+from pytest_netperf.runtime.resources import Resources
+
+NodeKind = Literal["echo", "nginx", "kong", "envoy", "haproxy", "container"]
+NODE_KINDS: tuple[str, ...] = ("echo", "nginx", "kong", "envoy", "haproxy", "container")
+#: Kinds whose config the built-in renderers can write (and whose images have a default config path).
+CONFIGURABLE_KINDS: tuple[str, ...] = ("nginx", "kong", "envoy", "haproxy")
 
 # A DNS label as Docker accepts it for container names and network aliases.
 _DNS_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+# An image reference, loosely: [registry[:port]/]name[:tag][@digest], no whitespace.
+_IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]*$")
 
 
 @dataclass(frozen=True)
 class Node:
-    """One container: what runs in it, where it listens and whom it forwards to."""
+    """One container: what runs in it, where it listens and whom it forwards to.
+
+    The team's own files:
+
+    - ``image``: the image reference to run (``nginx:1.27``, ``team/app:dev``), mapped through
+      the image overrides (``--netperf-image nginx:1.27=pytest-netperf/nginx:local``). None:
+      the kind's image (the local build or the official one). Required for ``"container"``.
+    - ``config``: a file or folder of the repository (relative paths resolve against the
+      runtime's base directory, the pytest rootdir in the fixtures), bind-mounted read-only.
+      The node then gets no rendered config and, unless ``command`` is set, runs the image's
+      default command. A file goes to ``config_path`` (default: the image's main config
+      path, e.g. ``/etc/nginx/nginx.conf``); a folder is mounted at ``config_path`` when set,
+      else each of its top-level entries is mounted into the directory of the main config
+      path (``/etc/nginx/nginx.conf`` and ``/etc/nginx/conf.d`` from ``nginx/``), so the
+      image's other files there (``mime.types``) stay.
+    - ``command``: the argv to run instead of the default (None: the image's default command
+      for file-backed and ``"container"`` nodes, the built-in command for rendered ones).
+    - ``env``: environment variables (on top of the ones the plugin sets).
+    - ``resources``: CPU/memory limits (a :class:`Resources` or a dict with ``cpus``,
+      ``cpuset``, ``memory``).
+
+    Upstream names in a team's file resolve through Docker DNS (node names and aliases);
+    ``upstreams=`` only orders the start. A file-backed or ``"container"`` node is ready when
+    a TCP connect to each of its ports succeeds, or, with ``params["health_path"]``, when an
+    HTTP GET of that path on its main port answers 2xx.
+    """
 
     name: str
     kind: NodeKind
@@ -26,11 +64,35 @@ class Node:
     params: Mapping[str, Any] = field(default_factory=dict, hash=False)
     pod_of: str | None = None
     extra_ports: tuple[int, ...] = ()
+    image: str | None = None
+    config: str | os.PathLike[str] | None = None
+    config_path: str | None = None
+    command: tuple[str, ...] | None = None
+    env: Mapping[str, str] = field(default_factory=dict, hash=False)
+    resources: Resources | None = None
+
+    def __post_init__(self) -> None:
+        # Normalize convenient spellings; anything else is left for validate() to report.
+        if isinstance(self.config, os.PathLike):
+            object.__setattr__(self, "config", os.fspath(self.config))
+        if isinstance(self.command, list):
+            object.__setattr__(self, "command", tuple(self.command))
+        if isinstance(self.resources, Mapping):
+            try:
+                limits = Resources.from_mapping(self.resources)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"node {self.name!r}: {exc}") from None
+            object.__setattr__(self, "resources", limits)
 
     @property
     def ports(self) -> tuple[int, ...]:
         """Every port this node listens on, the main one first."""
         return (self.port, *self.extra_ports)
+
+    @property
+    def file_backed(self) -> bool:
+        """True when the node runs the team's files (``config=``) or a generic container."""
+        return self.config is not None or self.kind == "container"
 
 
 @dataclass(frozen=True)
@@ -179,4 +241,50 @@ def _node_problems(node: Node, known: set[str]) -> list[str]:
         problems.append(f"node {node.name!r} is pod_of unknown node {node.pod_of!r}")
     if node.pod_of is not None and node.aliases:
         problems.append(f"node {node.name!r} shares a network namespace and cannot have aliases")
+    return problems + _file_problems(node)
+
+
+def _file_problems(node: Node) -> list[str]:
+    """Problems of the team-file fields: image, config, config_path, command, env, resources."""
+    problems: list[str] = []
+    who = f"node {node.name!r}"
+    if node.image is not None and (not isinstance(node.image, str) or not _IMAGE.match(node.image)):
+        problems.append(f"{who}: image must be an image reference such as 'nginx:1.27', got {node.image!r}")
+    if node.kind == "container" and node.image is None:
+        problems.append(f"{who} of kind 'container' needs image= (the image to run)")
+    if node.config is not None:
+        if not isinstance(node.config, str) or not node.config.strip():
+            problems.append(f"{who}: config must be a file or folder path, got {node.config!r}")
+        if node.kind == "echo":
+            problems.append(
+                f"{who}: the echo server reads no config file; use kind='container' with image= and command="
+            )
+        if node.kind == "container" and node.config_path is None:
+            problems.append(f"{who}: a 'container' node's image has no known config path; set config_path=")
+    if node.config_path is not None:
+        if node.config is None:
+            problems.append(f"{who}: config_path= is set without config=")
+        if not isinstance(node.config_path, str) or not node.config_path.startswith("/"):
+            problems.append(f"{who}: config_path must be an absolute path in the container, got {node.config_path!r}")
+    if node.command is not None:
+        if not isinstance(node.command, tuple):
+            problems.append(f"{who}: command must be a list of strings (argv), got {node.command!r}")
+        elif not node.command:
+            problems.append(f"{who}: command is empty (None runs the image's default command)")
+        elif not all(isinstance(part, str) for part in node.command):
+            bad = [part for part in node.command if not isinstance(part, str)]
+            problems.append(f"{who}: command must be a list of strings, {bad[0]!r} is not one")
+    if not isinstance(node.env, Mapping):
+        problems.append(f"{who}: env must be a mapping of names to strings, got {node.env!r}")
+    else:
+        problems += [
+            f"{who}: env {key!r} must map a name to a string, got {value!r}"
+            for key, value in node.env.items()
+            if not isinstance(key, str) or not key or not isinstance(value, str)
+        ]
+    if node.resources is not None and not isinstance(node.resources, Resources):
+        problems.append(f"{who}: resources must be a Resources or a dict, got {node.resources!r}")
+    health = node.params.get("health_path")
+    if health is not None and (not isinstance(health, str) or not health.startswith("/")):
+        problems.append(f"{who}: params['health_path'] must start with '/', got {health!r}")
     return problems

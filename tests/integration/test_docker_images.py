@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+
 import pytest
 from docker import DockerClient
+from docker_helpers import get
 
+from pytest_netperf import Node, Target, Topology
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
 from pytest_netperf.images.layers import LABEL_INPUTS, image_id
 from pytest_netperf.images.resolve import (
@@ -17,6 +22,7 @@ from pytest_netperf.images.resolve import (
     resolve_image,
 )
 from pytest_netperf.runtime.client import docker_client
+from pytest_netperf.runtime.docker import RunningTopology
 
 pytestmark = pytest.mark.docker
 
@@ -99,3 +105,58 @@ def test_absent_override_is_named_and_not_pulled(client: DockerClient, monkeypat
         resolve_image("haproxy", client=client)
     with pytest.raises(ImageMissingError, match="by option/ini"):
         resolve_image("nginx", {"nginx": "pytest-netperf/absent:never"}, client=client)
+
+
+# ----------------------------------------------------------------------------- like the official images
+
+
+def test_each_image_runs_its_default_command_and_config(
+    local_images: dict[str, str], netperf_topology: Callable[..., RunningTopology]
+) -> None:
+    """No command, no config: each image starts the way the official one does and answers."""
+    nodes = (
+        Node("web", "container", 80, image=local_images["nginx"]),
+        Node("lb", "container", 80, image=local_images["haproxy"]),
+        Node("mesh", "container", 10000, image=local_images["envoy"], extra_ports=(9901,)),
+        Node("app", "container", 8080, image=local_images["echo"]),
+    )
+    targets = (Target("web", "web", 80), Target("lb", "lb", 80), Target("mesh", "mesh", 10000))
+    running = netperf_topology(Topology("image-defaults", nodes, (*targets, Target("admin", "mesh", 9901, "/ready"))))
+    status, headers, body = get(running.endpoint("web").url)
+    assert status == 200 and headers["server"].startswith("nginx") and b"Welcome to nginx" in body
+    assert get(running.endpoint("lb").url)[2] == b"haproxy default config\n"
+    assert get(running.endpoint("mesh").url)[2] == b"envoy default config\n"
+    assert get(running.endpoint("admin").url)[0] == 200
+    assert get(f"http://{running.ip('app')}:8080/")[0] == 200  # the echo server is the echo image's default
+    web = running.container("web")
+    logs = web.logs(stdout=True, stderr=False).decode()
+    assert '"GET / HTTP/1.1" 200' in logs  # access log on stdout, as the official image does
+    users = web.exec_run(["bash", "-c", "grep -h '^Uid' /proc/[0-9]*/status | sort -u"]).output.decode()
+    nginx_uid = web.exec_run(["id", "-u", "nginx"]).output.decode().strip()
+    assert nginx_uid.isdigit() and any(line.split()[1] == nginx_uid for line in users.splitlines())  # workers
+
+
+@pytest.mark.parametrize(
+    "target, text",
+    [
+        ("/etc/nginx/conf.d/default.conf", "server { listen 80; return 200 'team server block\\n'; }\n"),
+        (
+            "/etc/nginx/nginx.conf",
+            "user nginx; events {} http { server { listen 80; return 200 'team nginx.conf\\n'; } }\n",
+        ),
+    ],
+    ids=["conf.d", "nginx.conf"],
+)
+def test_nginx_reads_a_config_mounted_where_compose_files_put_it(
+    local_images: dict[str, str],
+    netperf_topology: Callable[..., RunningTopology],
+    tmp_path: Path,
+    target: str,
+    text: str,
+) -> None:
+    """``./nginx/edge.conf:/etc/nginx/conf.d/default.conf:ro`` or a whole nginx.conf, as for nginx:1.27."""
+    (tmp_path / "team.conf").write_text(text)
+    node = Node("web", "nginx", 80, image=local_images["nginx"], config=str(tmp_path / "team.conf"), config_path=target)
+    running = netperf_topology(Topology("nginx-official-paths", (node,), (Target("web", "web", 80),)))
+    expected = text.split("'")[1].replace("\\n", "\n").encode()
+    assert get(running.endpoint("web").url)[2] == expected

@@ -244,3 +244,94 @@ def test_driver_binary_refuses_the_first_candidate_instead_of_skipping_it(
     monkeypatch.setattr(inputs, "driver_candidates", lambda: [(absent, "NETPERF_DRIVER_BINARY")])
     with pytest.raises(ImageBuildError, match=r"from NETPERF_DRIVER_BINARY\) cannot be .*it does not exist"):
         driver_binary()
+
+
+# ----------------------------------------------------------------------------- images like the official ones
+
+
+def _dockerfile_cmd(role: str) -> list[str]:
+    import json
+
+    from pytest_netperf.images.resolve import _ROLE_DOCKERFILES
+
+    lines = [ln for ln in _ROLE_DOCKERFILES[role].splitlines() if ln.startswith("CMD ")]
+    assert len(lines) == 1, _ROLE_DOCKERFILES[role]
+    return list(json.loads(lines[0][4:]))
+
+
+@pytest.mark.parametrize(
+    "role, command, config_path, context_name",
+    [
+        ("nginx", ["nginx", "-g", "daemon off;"], "/etc/nginx/nginx.conf", "nginx.conf"),
+        ("haproxy", ["haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"], None, "haproxy.cfg"),
+        ("envoy", ["envoy", "-c", "/etc/envoy/envoy.yaml"], "/etc/envoy/envoy.yaml", "envoy.yaml"),
+    ],
+)
+def test_local_images_start_like_the_official_ones(
+    role: str, command: list[str], config_path: str | None, context_name: str
+) -> None:
+    from pytest_netperf.images.resolve import _ROLE_DOCKERFILES, DEFAULT_COMMANDS
+    from pytest_netperf.topology.render.files import DEFAULT_CONFIG_PATHS
+
+    assert _dockerfile_cmd(role) == command == list(DEFAULT_COMMANDS[role])
+    path = config_path or DEFAULT_CONFIG_PATHS[role]
+    assert path == DEFAULT_CONFIG_PATHS[role]  # where file-backed nodes mount the team's file
+    assert f"COPY {context_name} {path}\n" in _ROLE_DOCKERFILES[role]
+    assert context_name in inputs.DEFAULT_CONFIGS[role]
+
+
+def test_nginx_defaults_match_the_official_image() -> None:
+    from pytest_netperf.images.resolve import _ROLE_DOCKERFILES
+
+    conf = inputs.DEFAULT_CONFIGS["nginx"]["nginx.conf"]
+    assert conf.startswith("user  nginx;") and "include /etc/nginx/conf.d/*.conf;" in conf
+    assert "access_log  /var/log/nginx/access.log  main;" in conf and "error_log  /var/log/nginx/error.log" in conf
+    server = inputs.DEFAULT_CONFIGS["nginx"]["default.conf"]
+    assert "listen       80;" in server and "root   /usr/share/nginx/html;" in server
+    dockerfile = _ROLE_DOCKERFILES["nginx"]
+    assert "useradd --system" in dockerfile and " nginx \\\n" in dockerfile
+    assert "ln -sf /dev/stdout /var/log/nginx/access.log" in dockerfile
+    assert "ln -sf /dev/stderr /var/log/nginx/error.log" in dockerfile
+    assert "COPY default.conf /etc/nginx/conf.d/default.conf" in dockerfile
+    assert "STOPSIGNAL SIGQUIT" in dockerfile
+
+
+def test_envoy_default_has_admin_and_a_listener() -> None:
+    yaml = pytest.importorskip("yaml")
+    config = yaml.safe_load(inputs.DEFAULT_CONFIGS["envoy"]["envoy.yaml"])
+    assert config["admin"]["address"]["socket_address"]["port_value"] == 9901
+    listener = config["static_resources"]["listeners"][0]
+    assert listener["address"]["socket_address"]["port_value"] == 10000
+
+
+def test_a_changed_default_config_or_dockerfile_rebuilds_the_role(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_netperf.images import resolve
+
+    before = role_inputs_digest("nginx", "b", "")
+    monkeypatch.setitem(inputs.DEFAULT_CONFIGS, "nginx", {**inputs.DEFAULT_CONFIGS["nginx"], "nginx.conf": "x"})
+    assert role_inputs_digest("nginx", "b", "") != before
+    monkeypatch.undo()
+    assert role_inputs_digest("nginx", "b", "") == before
+    monkeypatch.setitem(resolve._ROLE_DOCKERFILES, "nginx", resolve._ROLE_DOCKERFILES["nginx"] + "EXPOSE 81\n")
+    assert role_inputs_digest("nginx", "b", "") != before
+
+
+def test_write_default_configs_puts_each_file_in_the_context(tmp_path: Path) -> None:
+    written = inputs.write_default_configs("nginx", tmp_path)
+    assert set(written) == {"nginx.conf", "default.conf", "50x.html"}
+    assert all(p.read_text() == inputs.DEFAULT_CONFIGS["nginx"][n] for n, p in written.items())
+    assert inputs.write_default_configs("echo", tmp_path) == {}
+
+
+def test_a_missing_node_image_names_node_image_and_fixes() -> None:
+    from pytest_netperf.images.resolve import missing_reference_reason
+
+    unmapped = missing_reference_reason("nginx:1.27", "nginx:1.27", "node 'edge'", "nginx")
+    assert unmapped.startswith("node 'edge': image nginx:1.27 is neither present locally nor pulled")
+    assert "--netperf-image nginx:1.27=pytest-netperf/nginx:local" in unmapped
+    assert "netperf images build" in unmapped and "docker load" in unmapped
+    mapped = missing_reference_reason("nginx:1.27", "pytest-netperf/nginx:local", "node 'edge'", "nginx")
+    assert "is mapped to pytest-netperf/nginx:local, which is not present" in mapped
+    assert "netperf images build" in mapped
+    app = missing_reference_reason("team/app:1", "team/app:1", "node 'app'", "container")
+    assert "--netperf-image team/app:1=IMAGE" in app and "docker build -t team/app:1" in app

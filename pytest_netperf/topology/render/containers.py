@@ -1,13 +1,20 @@
-"""Turn a Topology into container specs: command, config files, environment, probe."""
+"""Turn a Topology into container specs: command, config files or mounts, environment, probe.
+
+Rendered nodes get their config written by the built-in renderers (under ``/netperf``) and
+an explicit command naming it. File-backed nodes (``config=``) and ``"container"`` nodes get
+the team's files bind-mounted read-only (see :mod:`.files`) and the image's default command.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from pytest_netperf.topology.model import Node, Topology
 from pytest_netperf.topology.render.envoy import CONFIG_PATH as ENVOY_CONFIG
 from pytest_netperf.topology.render.envoy import envoy_command, render_envoy
+from pytest_netperf.topology.render.files import Mount, config_mounts, declarative_config_path
 from pytest_netperf.topology.render.haproxy import CONFIG_PATH as HAPROXY_CONFIG
 from pytest_netperf.topology.render.haproxy import haproxy_command, render_haproxy
 from pytest_netperf.topology.render.kong import CONFIG_PATH as KONG_CONFIG
@@ -18,6 +25,7 @@ from pytest_netperf.topology.render.nginx import nginx_command, render_nginx
 HEALTH_PATH = "/healthz"
 
 __all__ = [
+    "HEALTH_PATH",
     "ContainerSpec",
     "container_spec",
     "container_specs",
@@ -35,11 +43,20 @@ class ContainerSpec:
 
     node: str
     role: str
-    command: list[str]
+    #: argv; None runs the image's default command
+    command: list[str] | None
+    #: rendered config files (absolute path -> text) copied in before the start
     files: dict[str, str]
     environment: dict[str, str]
+    #: HTTP readiness path on ``port``; None: a TCP connect to ``port``
     health_path: str | None
     port: int
+    #: the image reference the node asks for (before the image mapping); None: the role's image
+    image: str | None = None
+    #: the team's files, bind-mounted read-only
+    mounts: tuple[Mount, ...] = ()
+    #: further ports that must accept a TCP connection before the node counts as ready
+    tcp_ports: tuple[int, ...] = ()
 
 
 def echo_command(node: Node) -> list[str]:
@@ -58,9 +75,15 @@ _RENDERERS: dict[str, tuple[str, Callable[[Topology, Node], str]]] = {
 }
 
 
-def container_spec(topology: Topology, node: Node) -> ContainerSpec:
-    """The spec for one node. Every probe is an HTTP GET of /healthz on the node's main
-    port, so for proxies it travels the whole proxied path to the echo server."""
+def container_spec(topology: Topology, node: Node, base_dir: str | os.PathLike[str] | None = None) -> ContainerSpec:
+    """The spec for one node; ``base_dir`` resolves relative ``config=`` paths (default: cwd).
+
+    A rendered node's probe is an HTTP GET of /healthz on its main port, so for proxies it
+    travels the whole proxied path to the echo server. A file-backed node's probe is a TCP
+    connect to each port, or HTTP GET ``params["health_path"]`` on the main port.
+    """
+    if node.file_backed:
+        return _file_backed_spec(node, base_dir)
     files: dict[str, str] = {}
     if node.kind in _RENDERERS:
         path, render = _RENDERERS[node.kind]
@@ -76,15 +99,35 @@ def container_spec(topology: Topology, node: Node) -> ContainerSpec:
     return ContainerSpec(
         node=node.name,
         role=node.kind,
-        command=commands[node.kind](),
+        command=list(node.command) if node.command else commands[node.kind](),
         files=files,
-        environment=environment,
+        environment={**environment, **node.env},
         health_path=HEALTH_PATH,
         port=node.port,
+        image=node.image,
     )
 
 
-def container_specs(topology: Topology) -> list[ContainerSpec]:
+def _file_backed_spec(node: Node, base_dir: str | os.PathLike[str] | None) -> ContainerSpec:
+    environment: dict[str, str] = {}
+    if node.kind == "kong" and node.config is not None:  # DB-less, reading the team's declarative file
+        environment = {"KONG_DATABASE": "off", "KONG_DECLARATIVE_CONFIG": declarative_config_path(node, base_dir)}
+    health_path = node.params.get("health_path")
+    return ContainerSpec(
+        node=node.name,
+        role=node.kind,
+        command=list(node.command) if node.command else None,
+        files={},
+        environment={**environment, **node.env},
+        health_path=str(health_path) if health_path else None,
+        port=node.port,
+        image=node.image,
+        mounts=config_mounts(node, base_dir),
+        tcp_ports=node.extra_ports,
+    )
+
+
+def container_specs(topology: Topology, base_dir: str | os.PathLike[str] | None = None) -> list[ContainerSpec]:
     """Specs for every node in start order (upstreams first, sidecars after their app)."""
     topology.validate()
-    return [container_spec(topology, node) for node in topology.start_order()]
+    return [container_spec(topology, node, base_dir) for node in topology.start_order()]
