@@ -33,3 +33,5 @@ MAX_LAG_MS = 5.0
 DRIVER = "rust"
 #: Locust worker processes on this machine (0: Locust runs in one process).
 LOCUST_WORKERS = 0
+#: Cores of the load driver: auto (its own cores where the machine has 4+, else all), all, or a cpuset.
+DRIVER_CPUS = "auto"

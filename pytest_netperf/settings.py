@@ -14,11 +14,15 @@ from typing import Any, Mapping, Optional
 
 from pytest_netperf import defaults
 from pytest_netperf.drivers import DRIVER_NAMES
+from pytest_netperf.runtime.resources import cpuset_text, default_split, parse_cpuset, usable_cores
 
 DRIVERS = DRIVER_NAMES
 INCONCLUSIVE_POLICIES = ("fail", "warn", "pass")
 FINGERPRINT_POLICIES = ("warn", "fail")
 PATH_SETTINGS = ("baseline_dir", "json_path", "markdown_path", "report_dir")
+#: ``driver_cpus`` words besides an explicit cpuset.
+DRIVER_CPUS_AUTO = "auto"
+DRIVER_CPUS_ALL = "all"
 
 #: One help line per setting: the plugin's options and the CLI read these.
 SETTING_HELP: dict[str, str] = {
@@ -42,6 +46,9 @@ SETTING_HELP: dict[str, str] = {
     "max_lag_ms": "open loop: schedule-lag p99 (ms) of the driver above which a round is "
     f"invalid (default {defaults.MAX_LAG_MS:g})",
     "realtime": "open loop: run the Rust driver SCHED_FIFO (needs root) so a busy machine cannot delay its sends",
+    "driver_cpus": "cores of the load driver (the Rust driver, Locust, the driver container): auto (default: "
+    "its own cores, away from the system under test, where this machine has 4 or more; all of them below), "
+    "all (no pinning), or a cpuset such as 0-1 or 0,2",
     "strict": "a netperf-marked test that would be skipped for a netperf reason (Docker unreachable, an image "
     "missing) fails instead, so a merge gate cannot pass by not running; default: on when the environment "
     "variable CI is true (1, true, yes, on), off otherwise; --no-netperf-strict turns it off",
@@ -70,6 +77,7 @@ class Settings:
     max_lag_ms: float = defaults.MAX_LAG_MS
     realtime: bool = False
     strict: bool = False
+    driver_cpus: str = defaults.DRIVER_CPUS
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> Settings:
@@ -105,6 +113,58 @@ class Settings:
             raise ValueError(f"max_lag_ms must be > 0 (got {self.max_lag_ms:g})")
         if self.locust_workers < 0:
             raise ValueError(f"locust_workers must be >= 0 (got {self.locust_workers})")
+        check_driver_cpus(self.driver_cpus)
+
+
+class SettingError(ValueError):
+    """A bad value of one setting; ``setting`` names it (so the plugin can name its option)."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+def check_driver_cpus(value: str) -> None:
+    """:class:`SettingError` unless ``value`` is ``auto``, ``all`` or a cpuset (``0-1``, ``0,2``)."""
+    if value in (DRIVER_CPUS_AUTO, DRIVER_CPUS_ALL):
+        return
+    try:
+        parse_cpuset(value)
+    except ValueError:
+        raise SettingError(
+            "driver_cpus",
+            f"driver_cpus must be {DRIVER_CPUS_AUTO}, {DRIVER_CPUS_ALL} or a cpuset such as 0-1 or 0,2 (got {value!r})",
+        ) from None
+
+
+def resolve_driver_cpus(value: str, cores: Optional[list[int]] = None) -> Optional[str]:
+    """The cpuset the load driver runs on, or None (no pinning), for a ``driver_cpus`` value.
+
+    ``auto``: the driver's share of :func:`~pytest_netperf.runtime.resources.default_split`
+    of ``cores`` (default: the cores this process may use), None below 4 cores; ``all``:
+    None; a cpuset: itself, normalised (``0,1`` -> ``0-1``). Raises :class:`SettingError`
+    for a cpuset naming a core this process may not use, or any cpuset where the platform
+    cannot pin processes (not Linux).
+    """
+    check_driver_cpus(value)
+    can_pin = hasattr(os, "sched_setaffinity")
+    if value == DRIVER_CPUS_ALL:
+        return None
+    if value == DRIVER_CPUS_AUTO:
+        split = default_split(cores) if can_pin else None
+        return split.driver if split is not None else None
+    if not can_pin:
+        raise SettingError("driver_cpus", f"driver_cpus {value!r}: this platform cannot pin processes to cores")
+    usable = usable_cores() if cores is None else sorted(cores)
+    wanted = parse_cpuset(value)
+    missing = [core for core in wanted if core not in usable]
+    if missing:
+        raise SettingError(
+            "driver_cpus",
+            f"driver_cpus {value!r}: core(s) {cpuset_text(missing)} not available to this process "
+            f"(usable: {cpuset_text(usable)})",
+        )
+    return cpuset_text(wanted)
 
 
 def check_rounds(rounds_min: int, rounds_max: int) -> None:
@@ -131,7 +191,7 @@ def strict_default(environ: Optional[Mapping[str, str]] = None) -> bool:
 
 def _check_choice(name: str, value: str, choices: tuple[str, ...]) -> None:
     if value not in choices:
-        raise ValueError(f"{name} must be one of {', '.join(choices)} (got {value!r})")
+        raise SettingError(name, f"{name} must be one of {', '.join(choices)} (got {value!r})")
 
 
 def _convert(key: str, value: Any) -> Any:
@@ -148,7 +208,7 @@ def _convert(key: str, value: Any) -> Any:
             return to_float(value)
         return str(value).strip().lower()
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"invalid value {value!r} for netperf setting {key}: {exc}") from None
+        raise SettingError(key, f"invalid value {value!r} for netperf setting {key}: {exc}") from None
 
 
 _TRUE = {"1", "true", "yes", "on"}

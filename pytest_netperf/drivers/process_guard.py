@@ -10,6 +10,13 @@ by default) when the parent dies, and exits at once if the parent already died b
 The kernel sends the signal when the *thread* that forked the child exits, not only the
 process: start guarded children from a thread that outlives them (the thread that waits
 for them does).
+
+:func:`driver_preexec` adds a second step for load generators: pin the child to the load
+driver's cores (``sched_setaffinity`` before ``exec``), so the driver and every thread or
+process it starts stay off the cores of the system under test. Pinning in the
+``preexec_fn`` rather than through ``taskset`` needs no extra binary, leaves argv (and so
+every error message naming the driver) as it is, and sets the mask before the driver's
+first instruction; the cores are checked in the parent, where a bad one is a clear error.
 """
 
 from __future__ import annotations
@@ -19,6 +26,8 @@ import os
 import signal
 import sys
 from typing import Callable, Optional
+
+from pytest_netperf.runtime.resources import cpuset_text, parse_cpuset, usable_cores
 
 #: ``PR_SET_PDEATHSIG`` from ``<linux/prctl.h>``.
 _PR_SET_PDEATHSIG = 1
@@ -51,3 +60,48 @@ def die_with_parent(signum: int = signal.SIGTERM, parent_pid: Optional[int] = No
         _guard(expected, number)
 
     return guard
+
+
+def check_cores(cpus: str) -> frozenset[int]:
+    """The cores of cpuset ``cpus`` (``0-1``); ValueError naming it when this process may not
+    use one of them or the platform cannot pin processes."""
+    if not hasattr(os, "sched_setaffinity"):
+        raise ValueError(f"cannot pin to cores {cpus!r}: this platform has no sched_setaffinity")
+    cores = parse_cpuset(cpus)
+    usable = usable_cores()
+    missing = [core for core in cores if core not in usable]
+    if missing:
+        raise ValueError(
+            f"cannot pin to cores {cpus!r}: core(s) {cpuset_text(missing)} not available to this process "
+            f"(usable: {cpuset_text(usable)})"
+        )
+    return frozenset(cores)
+
+
+def pin_to_cores(cpus: str) -> Callable[[], None]:
+    """A ``preexec_fn`` step that moves the child onto cpuset ``cpus`` (checked here, in the parent)."""
+    cores = check_cores(cpus)
+
+    def pin() -> None:
+        os.sched_setaffinity(0, cores)
+
+    return pin
+
+
+def driver_preexec(cpus: Optional[str] = None, signum: int = signal.SIGTERM) -> Callable[[], None]:
+    """The ``preexec_fn`` of a load generator: :func:`die_with_parent`, then, when ``cpus``
+    is a cpuset, :func:`pin_to_cores` (None: the child keeps the parent's cores).
+
+    Call it in the parent right before ``Popen``; raises ValueError for cores this process
+    may not use.
+    """
+    guard = die_with_parent(signum)
+    if cpus is None:
+        return guard
+    pin = pin_to_cores(cpus)
+
+    def guard_and_pin() -> None:
+        guard()
+        pin()
+
+    return guard_and_pin

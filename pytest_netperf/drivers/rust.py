@@ -9,7 +9,7 @@ import subprocess
 from typing import Optional
 
 from pytest_netperf.drivers.base import CommandOutcome, CommandRunner, LoadShape
-from pytest_netperf.drivers.process_guard import die_with_parent
+from pytest_netperf.drivers.process_guard import driver_preexec
 from pytest_netperf.errors import DriverError, DriverNotFoundError
 from pytest_netperf.measure.results import RoundResult
 
@@ -51,13 +51,17 @@ class LocalRunner:
     """Runs the driver as a local subprocess; argv[0] is replaced by the binary path.
 
     The driver gets SIGTERM (and stops its load within ~50 ms) when the thread that started
-    it dies, so a SIGKILLed test run leaves no driver sending load behind (Linux).
+    it dies, so a SIGKILLed test run leaves no driver sending load behind (Linux). With
+    ``cpus`` (a cpuset such as ``0-1``) it runs on those cores only, it and all its threads
+    (see :func:`~pytest_netperf.drivers.process_guard.driver_preexec`).
     """
 
     where = "host"
 
-    def __init__(self, binary: Optional[str] = None) -> None:
+    def __init__(self, binary: Optional[str] = None, cpus: Optional[str] = None) -> None:
         self._binary = binary
+        #: The cores the driver runs on (a cpuset), or None for the cores of this process.
+        self.cpus = cpus
 
     @property
     def binary(self) -> str:
@@ -70,13 +74,17 @@ class LocalRunner:
         """Run ``argv`` with the local binary and wait at most ``timeout_s``."""
         command = [self.binary, *argv[1:]]
         try:
+            preexec = driver_preexec(self.cpus)
+        except ValueError as exc:
+            raise DriverError(f"{BINARY_NAME} on {self.where}: {exc}") from exc
+        try:
             done = subprocess.run(
                 command,
                 capture_output=True,
                 text=True,
                 timeout=timeout_s,
                 check=False,
-                preexec_fn=die_with_parent(),
+                preexec_fn=preexec,
             )
         except subprocess.TimeoutExpired as exc:
             raise DriverError(f"{BINARY_NAME} on {self.where} did not finish within {timeout_s:g}s") from exc
@@ -98,6 +106,12 @@ class RustDriver:
 
     def __init__(self, binary: Optional[str] = None, runner: Optional[CommandRunner] = None) -> None:
         self.runner: CommandRunner = runner if runner is not None else LocalRunner(binary)
+
+    @property
+    def cpus(self) -> Optional[str]:
+        """The cores the driver is pinned to (its runner's cpuset), or None when it is not pinned."""
+        cpus = getattr(self.runner, "cpus", None)
+        return str(cpus) if cpus else None
 
     def argv(self, url: str, shape: LoadShape) -> list[str]:
         """The command line for ``shape`` (argv[0] is the bare binary name)."""

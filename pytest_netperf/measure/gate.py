@@ -53,6 +53,9 @@ class Series:
     driver_instance: Any = None
     #: Says why the target may no longer be measured (its topology is gone), or None.
     guard: Optional[Callable[[], Optional[str]]] = None
+    #: What the report prints with the rows of this series: the target's own facts
+    #: (``images``, ``resources``) and the gate's (``driver cores`` when the driver is pinned).
+    facts: dict[str, str] = field(default_factory=dict)
 
     def values(self, metric: str) -> list[float]:
         """Per-round values of ``metric``."""
@@ -111,6 +114,28 @@ class GateSettings:
         if rounds is not None:
             return SequentialPlan.fixed(rounds)
         return SequentialPlan(self.rounds_min, self.rounds_max, self.round_batch)
+
+
+#: The fact the gate adds when the driver runs on some cores only.
+DRIVER_CORES_FACT = "driver cores"
+
+
+def series_facts(target: TargetLike, driver: Any) -> dict[str, str]:
+    """The facts of a series: the target's ``facts`` mapping (a plain URL has none), plus
+    ``driver cores`` when ``driver`` is pinned (its ``cpus``). Raises NetperfError naming the
+    target when its ``facts`` is not a mapping."""
+    facts: dict[str, str] = {}
+    if not isinstance(target, str):
+        given = getattr(target, "facts", None) or {}
+        if not isinstance(given, Mapping):
+            raise NetperfError(
+                f"target {target_url(target)}: facts must be a mapping of names to text, got {type(given).__name__}"
+            )
+        facts = {str(k): str(v) for k, v in given.items()}
+    cores = getattr(driver, "cpus", None)
+    if cores:
+        facts[DRIVER_CORES_FACT] = str(cores)
+    return facts
 
 
 def _endpoint_parts(target: TargetLike) -> tuple[str, Optional[CommandRunner], str]:
@@ -280,6 +305,7 @@ class Gate:
             images=images,
             driver_instance=drv,
             guard=guard if callable(guard) else None,
+            facts=series_facts(target, drv),
         )
 
     def _new_measurement(

@@ -9,8 +9,15 @@ from typing import Any, Optional
 import pytest
 
 from pytest_netperf import defaults
-from pytest_netperf.images.resolve import ROLES
-from pytest_netperf.settings import PATH_SETTINGS, SETTING_HELP, Settings, strict_default
+from pytest_netperf.images.resolve import ROLES, is_image_reference
+from pytest_netperf.settings import (
+    PATH_SETTINGS,
+    SETTING_HELP,
+    SettingError,
+    Settings,
+    resolve_driver_cpus,
+    strict_default,
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +55,7 @@ OPTIONS = (
     Option("max-lag", "max_lag_ms", "netperf_max_lag"),
     Option("realtime", "realtime", "netperf_realtime", flag=True),
     Option("locust-workers", "locust_workers", "netperf_locust_workers"),
+    Option("driver-cpus", "driver_cpus", "netperf_driver_cpus"),
     Option("strict", "strict", "netperf_strict", flag=True, negatable=True),
 )
 IMAGE_OPTION = "--netperf-image"
@@ -72,7 +80,11 @@ def add_options(parser: pytest.Parser) -> None:
             )
         if option.ini:
             parser.addini(option.ini, SETTING_HELP[option.setting], type="string")
-    image_help = f"container image for a role, ROLE=IMAGE; roles: {', '.join(ROLES)} (repeatable)"
+    image_help = (
+        f"container image for a role, ROLE=IMAGE (roles: {', '.join(ROLES)}), or an image mapping "
+        "IMAGE=IMAGE for Compose services and file-backed nodes, e.g. nginx:1.27=pytest-netperf/nginx:local "
+        "(repeatable)"
+    )
     group.addoption(IMAGE_OPTION, dest="netperf_image", action="append", help=image_help)
     parser.addini(IMAGE_INI, image_help + " (one per line)", type="linelist")
 
@@ -81,7 +93,10 @@ def settings_from_config(config: pytest.Config) -> Settings:
     """Options over ini values over defaults; a bad value is a usage error naming it.
 
     ``strict`` defaults to the environment (:func:`strict_default`: on under CI). Paths are
-    checked here too (:func:`check_paths`), where a wrong kind of path is already known.
+    checked here too (:func:`check_paths`), where a wrong kind of path is already known, and
+    so are the driver's cores (:func:`~pytest_netperf.settings.resolve_driver_cpus`: a core
+    this process may not use). A bad value of one setting names the option or ini key it
+    came from.
     """
     raw: dict[str, Any] = {}
     sources: dict[str, str] = {}
@@ -102,6 +117,10 @@ def settings_from_config(config: pytest.Config) -> Settings:
     raw.setdefault("strict", strict_default())
     try:
         settings = Settings.from_mapping(raw)
+        resolve_driver_cpus(settings.driver_cpus)
+    except SettingError as exc:
+        source = sources.get(exc.setting)
+        raise pytest.UsageError(f"pytest-netperf: {source}: {exc}" if source else f"pytest-netperf: {exc}") from exc
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-netperf: {exc}") from exc
     check_paths(settings, sources)
@@ -147,16 +166,22 @@ def path_problem(path: Path, directory: bool) -> Optional[str]:
 
 
 def image_overrides(config: pytest.Config) -> dict[str, str]:
-    """ROLE=IMAGE pairs from ``--netperf-image`` and the ``netperf_images`` ini key."""
+    """ROLE=IMAGE and IMAGE=IMAGE pairs from ``--netperf-image`` and the ``netperf_images`` ini key.
+
+    A role key (``nginx``) picks the image of the built-in topologies' nodes of that role;
+    an image key (``nginx:1.27``) maps an image a Compose file or a node's ``image=`` names
+    to the one that runs instead (e.g. the local offline build).
+    """
     pairs = list(config.getini(IMAGE_INI) or []) + list(config.getoption("netperf_image") or [])
     out: dict[str, str] = {}
     for pair in pairs:
-        role, sep, image = (part.strip() for part in pair.partition("="))
-        if not sep or not role or not image:
-            raise pytest.UsageError(f"pytest-netperf: {IMAGE_OPTION} expects ROLE=IMAGE, got {pair!r}")
-        if role not in ROLES:
+        key, sep, image = (part.strip() for part in pair.partition("="))
+        if not sep or not key or not image:
+            raise pytest.UsageError(f"pytest-netperf: {IMAGE_OPTION} expects ROLE=IMAGE or IMAGE=IMAGE, got {pair!r}")
+        if key not in ROLES and not is_image_reference(key):
             raise pytest.UsageError(
-                f"pytest-netperf: {IMAGE_OPTION} {pair!r}: unknown role {role!r}; expected one of {', '.join(ROLES)}"
+                f"pytest-netperf: {IMAGE_OPTION} {pair!r}: {key!r} is neither a role "
+                f"({', '.join(ROLES)}) nor an image reference such as nginx:1.27"
             )
-        out[role] = image
+        out[key] = image
     return out

@@ -8,7 +8,14 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from pytest_netperf.atomic_file import write_text_atomic
-from pytest_netperf.report.rows import ReportRow, as_rows, overall_verdict, summary_line, verdict_rank
+from pytest_netperf.report.rows import (
+    ReportRow,
+    as_rows,
+    describe_facts,
+    overall_verdict,
+    summary_line,
+    verdict_rank,
+)
 from pytest_netperf.verdict.status import Status
 
 _MARKDOWN_ICONS = {
@@ -21,7 +28,8 @@ _MARKDOWN_ICONS = {
 
 
 def markdown(rows: Sequence[Any], title: str = "netperf results") -> str:
-    """A pull-request comment: summary line, table (worst first), details section."""
+    """A pull-request comment: summary line, table (worst first), details section (per row:
+    where the driver ran, the method, the series' facts such as images and cores, the notes)."""
     rows = sorted(as_rows(rows), key=lambda r: verdict_rank(r.verdict))
     overall = overall_verdict(rows)
     icon = _MARKDOWN_ICONS.get(overall) if overall else None
@@ -50,6 +58,7 @@ def markdown(rows: Sequence[Any], title: str = "netperf results") -> str:
         facts = _detail_facts(r)
         if facts:
             lines.append(f"  - {facts}")
+        lines.extend(f"  - {_md_text(line)}" for line in describe_facts(r.facts))
         lines.extend(f"  - {_md_text(note)}" for note in r.notes)
     lines += ["", "</details>", ""]
     return "\n".join(lines)

@@ -30,6 +30,8 @@ class ReportRow:
     driver: str = ""
     where: str = ""
     raw: dict[str, Any] = field(default_factory=dict)
+    #: Facts per measured series (``candidate``, ``reference``): images, resources, driver cores.
+    facts: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.verdict = Status.parse(self.verdict).value
@@ -41,6 +43,10 @@ class ReportRow:
         data = {k: v for k, v in doc.items() if k in known}
         data["notes"] = list(data.get("notes") or [])
         data["raw"] = dict(data.get("raw") or {})
+        data["facts"] = {
+            str(label): {str(k): str(v) for k, v in (facts or {}).items()}
+            for label, facts in (data.get("facts") or {}).items()
+        }
         return cls(**data)
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,6 +84,26 @@ def verdict_rank(verdict: str) -> int:
     return Status.parse(verdict).rank
 
 
+def series_facts(m: Measurement) -> dict[str, dict[str, str]]:
+    """The facts of every series of ``m`` by label (candidate first); empty when none has any."""
+    facts = {s.label: dict(s.facts) for s in m.series()}
+    return facts if any(facts.values()) else {}
+
+
+def describe_facts(facts: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """Readable lines for a row's facts: one unlabelled line for a single series, one line
+    ``candidate and reference: …`` when both series have the same facts, else one labelled
+    line per series (``candidate: images …``, ``reference: none``)."""
+    texts = {label: "; ".join(f"{k}: {v}" for k, v in values.items()) for label, values in facts.items()}
+    if not any(texts.values()):
+        return []
+    if len(texts) == 1:
+        return list(texts.values())
+    if len(set(texts.values())) == 1:
+        return [f"{' and '.join(texts)}: {next(iter(texts.values()))}"]
+    return [f"{label}: {text or 'none'}" for label, text in texts.items()]
+
+
 def row_for_outcome(outcome: BudgetOutcome, gate: Gate) -> ReportRow:
     """The row of one budget outcome of a test."""
     v = outcome.verdict
@@ -110,12 +136,14 @@ def row_for_outcome(outcome: BudgetOutcome, gate: Gate) -> ReportRow:
         driver=m.candidate.driver,
         where=m.candidate.where,
         raw=raw,
+        facts=series_facts(m),
     )
 
 
 def invalid_rows(gate: Gate, reason: str) -> list[ReportRow]:
     """One INVALID row per budget of a test whose measurement could not be trusted."""
     last = gate.measurements[-1].candidate if gate.measurements else None
+    facts = series_facts(gate.measurements[-1]) if gate.measurements else {}
     texts = [b.text for b in gate.budgets] or ["-"]
     return [
         ReportRow(
@@ -129,6 +157,7 @@ def invalid_rows(gate: Gate, reason: str) -> list[ReportRow]:
             notes=[reason],
             driver=last.driver if last else "",
             where=last.where if last else "",
+            facts={label: dict(values) for label, values in facts.items()},
         )
         for text in texts
     ]
@@ -145,6 +174,7 @@ def measurement_summary(m: Measurement) -> dict[str, Any]:
             "shape": s.shape.describe(),
             "rounds": [r.to_dict() for r in s.rounds],
             "sockets_opened": [r.sockets_opened for r in s.rounds],
+            "facts": dict(s.facts),
         }
     return out
 

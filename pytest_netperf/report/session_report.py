@@ -69,9 +69,9 @@ class SessionReport:
                 say(f"could not append to $GITHUB_STEP_SUMMARY: {_reason(exc)}")
         return written
 
-    def terminal_table(self) -> str:
-        """The summary table for the terminal."""
-        return terminal.terminal_table(self.rows)
+    def terminal_table(self, verbose: bool = False) -> str:
+        """The summary table for the terminal (``verbose``: with each measurement's facts)."""
+        return terminal.terminal_table(self.rows, verbose=verbose)
 
 
 def _warn(message: str) -> None:

@@ -6,7 +6,7 @@ import re
 import textwrap
 from typing import Any, Sequence
 
-from pytest_netperf.report.rows import as_rows, summary_line
+from pytest_netperf.report.rows import ReportRow, as_rows, describe_facts, summary_line
 
 TABLE_WIDTH = 120
 _HEADERS = ("test", "budget", "reference", "measured", "interval", "verdict", "rounds", "notes")
@@ -48,8 +48,9 @@ def _ellipsize_middle(text: str, width: int) -> str:
     return text[:head] + "…" + (text[-tail:] if tail else "")
 
 
-def terminal_table(rows: Sequence[Any], width: int = TABLE_WIDTH) -> str:
-    """A plain-text table that fits ``width`` columns, then the numbered notes and the
+def terminal_table(rows: Sequence[Any], width: int = TABLE_WIDTH, verbose: bool = False) -> str:
+    """A plain-text table that fits ``width`` columns, then the numbered notes, with
+    ``verbose`` the facts of each measurement (images, resources, driver cores), and the
     summary line.
 
     A test's later rows leave the test cell empty; long test ids are shortened, other
@@ -96,7 +97,21 @@ def terminal_table(rows: Sequence[Any], width: int = TABLE_WIDTH) -> str:
         textwrap.fill(text, width, initial_indent=f"[{i}] ", subsequent_indent=" " * (len(str(i)) + 3))
         for i, text in enumerate(footnotes, start=1)
     ]
-    return "\n".join([table, *notes, summary_line(rows)])
+    facts = facts_section(rows, width) if verbose else []
+    return "\n".join([table, *notes, *facts, summary_line(rows)])
+
+
+def facts_section(rows: Sequence[ReportRow], width: int = TABLE_WIDTH) -> list[str]:
+    """``facts:`` and one wrapped line per test (or measurement) and series, each said once."""
+    seen: set[tuple[str, str]] = set()
+    lines: list[str] = []
+    for row in rows:
+        for text in describe_facts(row.facts):
+            if (row.test_id, text) in seen:
+                continue
+            seen.add((row.test_id, text))
+            lines.append(textwrap.fill(f"{row.test_id}: {text}", width, initial_indent="  ", subsequent_indent="    "))
+    return ["facts:", *lines] if lines else []
 
 
 def _column_widths(cells: list[list[str]], width: int) -> list[int]:

@@ -10,7 +10,7 @@ import time
 from types import TracebackType
 from typing import Optional
 
-from pytest_netperf.drivers.process_guard import die_with_parent
+from pytest_netperf.drivers.process_guard import driver_preexec
 from pytest_netperf.drivers.rust import find_driver_binary
 from pytest_netperf.errors import DriverError
 
@@ -19,7 +19,9 @@ class LocalEchoServer:
     """Context manager running ``netperf-driver echo`` on this machine.
 
     Start reads the ``listening on IP:PORT`` line (so port 0 works), then waits for
-    ``/healthz``; the process is killed on exit and also when starting fails.
+    ``/healthz``; the process is killed on exit and also when starting fails. ``cpus`` (a
+    cpuset such as ``2-3``) keeps the server on those cores, e.g. the system under test's
+    share of :func:`~pytest_netperf.runtime.resources.default_split`, away from the driver's.
     """
 
     def __init__(
@@ -30,8 +32,10 @@ class LocalEchoServer:
         binary: Optional[str] = None,
         threads: Optional[int] = None,
         start_timeout_s: float = 10.0,
+        cpus: Optional[str] = None,
     ) -> None:
         self.listen = listen
+        self.cpus = cpus
         self.id = id
         self.next_url = next_url
         self.binary = binary
@@ -70,9 +74,11 @@ class LocalEchoServer:
     def start(self) -> LocalEchoServer:
         """Start and wait until ready; raises :class:`DriverError` on failure."""
         argv = self.argv()
-        self.process = subprocess.Popen(
-            argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=die_with_parent()
-        )
+        try:
+            preexec = driver_preexec(self.cpus)
+        except ValueError as exc:
+            raise DriverError(f"echo server: {exc}") from exc
+        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=preexec)
         try:
             deadline = time.monotonic() + self.start_timeout_s
             self.host, self.port = self._read_address(deadline)

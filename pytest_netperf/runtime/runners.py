@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Optional
 
 from docker import DockerClient
 from docker.errors import APIError
@@ -18,15 +19,31 @@ class ContainerRunner:
 
     The container joins ``network`` so Docker DNS names resolve; it carries the topology's
     labels, so an interrupted run is cleaned up with the topology. It runs with every
-    capability dropped and ``no-new-privileges`` (the driver needs neither).
+    capability dropped and ``no-new-privileges`` (the driver needs neither). With ``cpus``
+    (a cpuset such as ``0-1``) the container runs on those cores only (``cpuset_cpus``).
     """
 
-    def __init__(self, client: DockerClient, image: str, network: str, labels: Mapping[str, str]) -> None:
+    def __init__(
+        self,
+        client: DockerClient,
+        image: str,
+        network: str,
+        labels: Mapping[str, str],
+        cpus: Optional[str] = None,
+    ) -> None:
         self.client = client
         self.image = image
         self.network = network
         self.labels = dict(labels)
+        #: The cores the driver container runs on (a cpuset), or None for Docker's default (all).
+        self.cpus = cpus
         self.where = f"container on {network}"
+
+    def pinned(self, cpus: Optional[str]) -> ContainerRunner:
+        """A runner like this one whose containers run on cpuset ``cpus`` (None: unpinned)."""
+        twin = ContainerRunner(self.client, self.image, self.network, self.labels, cpus)
+        twin.where = self.where
+        return twin
 
     def run(self, argv: list[str], timeout_s: float) -> CommandOutcome:
         """Run ``argv`` (argv[0] on the image's PATH) and wait at most ``timeout_s``."""
@@ -39,6 +56,7 @@ class ContainerRunner:
                 detach=True,
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
+                **({"cpuset_cpus": self.cpus} if self.cpus else {}),
             )
         except APIError as exc:
             raise DriverError(f"cannot start the driver {self.where}: {exc}") from exc

@@ -88,13 +88,17 @@ def test_a_real_verdict_with_an_undefined_mde_is_written_as_null(tmp_path: Path)
     verdict = stats.evaluate(budget, [100.0, 100.0, 100.0])
     assert math.isnan(verdict.mde)
     outcome = BudgetOutcome(TEST, "default", budget, verdict.status, verdict, [], "absolute")
-    candidate = SimpleNamespace(rounds=[make_round()] * 3, driver="rust", where="host")
-    gate = SimpleNamespace(test_id=TEST, measurement=lambda key: SimpleNamespace(candidate=candidate))
+    candidate = SimpleNamespace(
+        label="candidate", rounds=[make_round()] * 3, driver="rust", where="host", facts={"driver cores": "0"}
+    )
+    measurement = SimpleNamespace(candidate=candidate, series=lambda: [candidate])
+    gate = SimpleNamespace(test_id=TEST, measurement=lambda key: measurement)
     report = SessionReport(json_path=tmp_path / "out.json")
     report.add([row_for_outcome(outcome, gate).to_dict()], {TEST: []})  # type: ignore[arg-type]
     assert report.write_reports() == [tmp_path / "out.json"]
     (row,) = strict_loads((tmp_path / "out.json").read_text())["rows"]
     assert row["raw"]["mde"] is None and row["verdict"] == "FAIL"
+    assert row["facts"] == {"candidate": {"driver cores": "0"}}
 
 
 @pytest.mark.parametrize(

@@ -7,7 +7,9 @@ interrupted: SIGTERM to its group and to any descendant that left the group (fou
 psutil), a grace period, then SIGKILL.  A process that exits early is not reaped before
 then, so its id keeps naming its group and cannot be reused meanwhile.  On Linux each
 process also asks the kernel for SIGTERM when the thread that started it dies, so even a
-test run killed without running ``finally`` blocks leaves no Locust process behind.
+test run killed without running ``finally`` blocks leaves no Locust process behind.  With
+``cpus`` every process (and whatever it forks) runs on those cores only: the load driver's
+share, away from the system under test.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Mapping, Optional, Sequence
+from typing import IO, Callable, Mapping, Optional, Sequence
 
 import psutil
 
-from pytest_netperf.drivers.process_guard import die_with_parent
+from pytest_netperf.drivers.process_guard import driver_preexec
 
 
 @dataclass
@@ -83,11 +85,16 @@ class LocustProcess:
 
 
 class ProcessGroups:
-    """A set of started processes that are all gone when the context exits."""
+    """A set of started processes that are all gone when the context exits.
 
-    def __init__(self, log_dir: Path, grace_s: float = 3.0) -> None:
+    ``cpus`` (a cpuset such as ``0-1``) pins every process started to those cores; a core
+    this process may not use is a ValueError at :meth:`start`.
+    """
+
+    def __init__(self, log_dir: Path, grace_s: float = 3.0, cpus: Optional[str] = None) -> None:
         self._log_dir = Path(log_dir)
         self._grace_s = grace_s
+        self.cpus = cpus
         self.processes: list[LocustProcess] = []
 
     def start(self, name: str, argv: Sequence[str], env: Optional[Mapping[str, str]] = None) -> LocustProcess:
@@ -95,15 +102,20 @@ class ProcessGroups:
         slug = name.replace(" ", "-")
         stdout_path = self._log_dir / f"{slug}.out"
         stderr_path = self._log_dir / f"{slug}.err"
+        preexec = driver_preexec(self.cpus, signal.SIGTERM)
         with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-            popen = self._spawn(argv, env, out, err)
+            popen = self._spawn(argv, env, out, err, preexec)
         process = LocustProcess(name, popen, stdout_path, stderr_path)
         self.processes.append(process)
         return process
 
     @staticmethod
     def _spawn(
-        argv: Sequence[str], env: Optional[Mapping[str, str]], out: IO[bytes], err: IO[bytes]
+        argv: Sequence[str],
+        env: Optional[Mapping[str, str]],
+        out: IO[bytes],
+        err: IO[bytes],
+        preexec: Callable[[], None],
     ) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             list(argv),
@@ -112,7 +124,7 @@ class ProcessGroups:
             stderr=err,
             env=dict(env) if env is not None else None,
             start_new_session=True,
-            preexec_fn=die_with_parent(signal.SIGTERM),
+            preexec_fn=preexec,
         )
 
     def wait_all(self, timeout_s: float) -> bool:

@@ -1,0 +1,174 @@
+"""The load driver's cores: the ``driver_cpus`` setting, its resolution, and real pinned children.
+
+Each pinning test starts a real short-lived child the way the driver (or Locust) is started
+and reads ``os.sched_getaffinity(pid)`` while the child runs. This machine may have only
+two cores, so pinning is tested with explicit one-core cpusets; ``auto`` is tested with
+:func:`default_split` on a given core list.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Optional
+
+import psutil
+import pytest
+
+from pytest_netperf import defaults
+from pytest_netperf.drivers.base import CommandOutcome
+from pytest_netperf.drivers.locust.processes import ProcessGroups
+from pytest_netperf.drivers.process_guard import check_cores
+from pytest_netperf.drivers.rust import LocalRunner, RustDriver
+from pytest_netperf.errors import DriverError, NetperfError
+from pytest_netperf.measure.gate import DRIVER_CORES_FACT, series_facts
+from pytest_netperf.runtime.resources import default_split, usable_cores
+from pytest_netperf.settings import SettingError, Settings, check_driver_cpus, resolve_driver_cpus
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning needs Linux")
+
+SLEEP = shutil.which("sleep") or "/bin/sleep"
+#: One core this process may use (the last: on most machines not the only one).
+ONE = usable_cores()[-1]
+
+
+# ------------------------------------------------------------------ the setting
+def test_driver_cpus_defaults_to_auto() -> None:
+    assert Settings().driver_cpus == defaults.DRIVER_CPUS == "auto"
+
+
+@pytest.mark.parametrize("text", ["auto", "all", "0", "0-1", "0,2", "0-1,4-5", "AUTO", " 1 "])
+def test_driver_cpus_accepts_auto_all_and_cpusets(text: str) -> None:
+    assert Settings.from_mapping({"driver_cpus": text}).driver_cpus == text.strip().lower()
+
+
+@pytest.mark.parametrize("text", ["nonsense", "0-", "-1", "1.5", "0;1", "cores 0-1", "none"])
+def test_bad_driver_cpus_is_an_error_naming_the_setting_and_the_value(text: str) -> None:
+    with pytest.raises(SettingError) as info:
+        Settings.from_mapping({"driver-cpus": text})
+    assert info.value.setting == "driver_cpus"
+    assert str(info.value) == (
+        f"driver_cpus must be auto, all or a cpuset such as 0-1 or 0,2 (got {text.strip().lower()!r})"
+    )
+
+
+def test_check_driver_cpus_takes_only_normalised_text() -> None:
+    check_driver_cpus("0-3")
+    with pytest.raises(SettingError, match="got 'ALL'"):
+        check_driver_cpus("ALL")  # Settings lower-cases; the checker itself does not guess
+
+
+# ------------------------------------------------------------------ resolution
+def test_auto_splits_only_from_four_cores() -> None:
+    assert resolve_driver_cpus("auto", [0, 1]) is None
+    assert resolve_driver_cpus("auto", [0, 1, 2]) is None
+    assert resolve_driver_cpus("auto", [0, 1, 2, 3]) == "0"
+    assert resolve_driver_cpus("auto", list(range(8))) == "0-1"
+    assert resolve_driver_cpus("auto", [2, 3, 6, 7, 8, 9, 10, 11]) == "2-3"
+
+
+def test_all_never_pins_and_a_cpuset_is_normalised() -> None:
+    assert resolve_driver_cpus("all", list(range(16))) is None
+    assert resolve_driver_cpus("1,0,2", [0, 1, 2, 3]) == "0-2"
+    assert resolve_driver_cpus("3", [0, 1, 2, 3]) == "3"
+
+
+def test_a_cpuset_naming_unusable_cores_is_an_error_naming_them() -> None:
+    with pytest.raises(SettingError, match=r"driver_cpus '0-5': core\(s\) 4-5 not available to this process"):
+        resolve_driver_cpus("0-5", [0, 1, 2, 3])
+
+
+def test_auto_on_this_machine_follows_default_split() -> None:
+    split = default_split()
+    assert resolve_driver_cpus("auto") == (split.driver if split is not None else None)
+
+
+# ------------------------------------------------------------------ real pinned children
+def _child_named(name: str, timeout_s: float = 5.0) -> psutil.Process:
+    """The running child of this process called ``name``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for child in psutil.Process().children(recursive=True):
+            try:
+                if child.name() == name:
+                    return child
+            except psutil.NoSuchProcess:
+                continue
+        time.sleep(0.01)
+    raise AssertionError(f"no child process {name!r} appeared within {timeout_s:g}s")
+
+
+def test_local_runner_pins_the_driver_process_to_one_core() -> None:
+    runner = LocalRunner(binary=SLEEP, cpus=str(ONE))
+    outcome: dict[str, CommandOutcome] = {}
+    thread = threading.Thread(target=lambda: outcome.setdefault("done", runner.run(["netperf-driver", "2"], 10.0)))
+    thread.start()
+    try:
+        child = _child_named(Path(SLEEP).name)
+        assert os.sched_getaffinity(child.pid) == {ONE}
+    finally:
+        thread.join(timeout=15)
+    assert outcome["done"].returncode == 0
+
+
+def test_an_unpinned_local_runner_keeps_this_process_cores() -> None:
+    runner = LocalRunner(binary=SLEEP)
+    thread = threading.Thread(target=runner.run, args=(["netperf-driver", "1"], 10.0))
+    thread.start()
+    try:
+        child = _child_named(Path(SLEEP).name)
+        assert os.sched_getaffinity(child.pid) == os.sched_getaffinity(0)
+    finally:
+        thread.join(timeout=15)
+
+
+def test_locust_process_groups_pin_every_process(tmp_path: Path) -> None:
+    with ProcessGroups(tmp_path, grace_s=1.0, cpus=str(ONE)) as groups:
+        first = groups.start("master", [SLEEP, "5"])
+        second = groups.start("worker 1", ["sh", "-c", f"{SLEEP} 5 & wait"])
+        time.sleep(0.2)  # let the shell fork its sleep
+        assert os.sched_getaffinity(first.pid) == {ONE}
+        assert os.sched_getaffinity(second.pid) == {ONE}
+        grandchildren = psutil.Process(second.pid).children()
+        assert grandchildren and all(os.sched_getaffinity(p.pid) == {ONE} for p in grandchildren)
+    assert all(p.poll() is not None for p in groups.processes)
+
+
+def test_a_core_this_process_may_not_use_is_a_clear_error_before_any_start(tmp_path: Path) -> None:
+    missing = max(usable_cores()) + 1000
+    with pytest.raises(ValueError, match=rf"cannot pin to cores '{missing}': core\(s\) {missing} not available"):
+        check_cores(str(missing))
+    with pytest.raises(DriverError, match=rf"netperf-driver on host: cannot pin to cores '{missing}'"):
+        LocalRunner(binary=SLEEP, cpus=str(missing)).run(["netperf-driver", "0"], 5.0)
+    with ProcessGroups(tmp_path, cpus=str(missing)) as groups, pytest.raises(ValueError, match="not available"):
+        groups.start("master", [SLEEP, "0"])
+    assert groups.processes == []
+
+
+# ------------------------------------------------------------------ the gate's facts
+class Target:
+    """A target object as a runtime hands it to the gate."""
+
+    def __init__(self, url: str, facts: Optional[object] = None) -> None:
+        self.url = url
+        self.facts = facts
+
+
+def test_series_facts_take_the_target_facts_and_add_the_driver_cores() -> None:
+    facts = {"images": "edge=pytest-netperf/nginx:local (for nginx:1.27)", "resources": "edge cpus 1"}
+    pinned = RustDriver(runner=LocalRunner(binary=SLEEP, cpus="0"))
+    assert pinned.cpus == "0"
+    assert series_facts(Target("http://127.0.0.1:1/", facts), pinned) == {**facts, DRIVER_CORES_FACT: "0"}
+    unpinned = RustDriver(runner=LocalRunner(binary=SLEEP))
+    assert unpinned.cpus is None
+    assert series_facts(Target("http://127.0.0.1:1/", facts), unpinned) == facts
+    assert series_facts("http://127.0.0.1:1/", pinned) == {DRIVER_CORES_FACT: "0"}
+    assert series_facts(Target("http://127.0.0.1:1/"), unpinned) == {}
+
+
+def test_facts_that_are_not_a_mapping_name_the_target() -> None:
+    with pytest.raises(NetperfError, match=r"target http://127.0.0.1:1/: facts must be a mapping .* got list"):
+        series_facts(Target("http://127.0.0.1:1/", ["images"]), RustDriver(runner=LocalRunner(binary=SLEEP)))
