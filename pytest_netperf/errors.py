@@ -41,3 +41,24 @@ class ImageMissingError(NetperfError):
 
 class MarkerError(NetperfError):
     """A ``netperf`` marker argument is unknown or has an invalid value; names both."""
+
+
+class ComposeError(NetperfError):
+    """A Compose stack could not be read, built, started or used; names the file, service or port."""
+
+
+class ComposeUnavailable(RuntimeUnavailable):
+    """No Compose implementation (``docker compose`` v2 or ``docker-compose`` v1) can be run."""
+
+
+class ComposeFileError(ComposeError):
+    """A Compose file is missing or invalid; names the file and quotes Compose's own message."""
+
+
+class ComposeStartError(ComposeError):
+    """A Compose stack did not come up: a failing build or ``up``, a service that exited or
+    stayed unhealthy; carries the exit code, health output and log tail where there are any."""
+
+
+class ComposeUsageError(ComposeError):
+    """An unknown service, port or resource key was asked of a Compose stack; lists the known ones."""

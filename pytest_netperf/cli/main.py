@@ -43,12 +43,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     clean = commands.add_parser(
         "clean",
-        help="remove the containers and networks of crashed sessions (their process is gone)",
+        help="remove the containers, networks, volumes and images of crashed sessions (their process is gone)",
         description="Remove what pytest-netperf sessions left behind in Docker. By default only "
         "resources of sessions on this host whose process is gone; running sessions keep theirs.",
     )
     clean.add_argument(
-        "--all", action="store_true", help="remove every netperf container and network, running sessions' too"
+        "--all",
+        action="store_true",
+        help="remove every netperf container, network, volume and image, running sessions' too",
     )
     clean.add_argument("--dry-run", action="store_true", help="only list what would be removed")
 
@@ -129,14 +131,14 @@ def _run_baseline(args: argparse.Namespace) -> int:
 
 
 def run_clean(everything: bool = False, dry_run: bool = False) -> int:
-    """Remove crashed sessions' containers and networks (all of ours with ``everything``).
+    """Remove crashed sessions' containers, networks, volumes and images (all of ours with ``everything``).
 
     A session counts as crashed when its labels name this host and a pid that no longer
     runs (``runtime.cleanup.staleness``); a running session's topology stays, because its
     driver may still be sending to those addresses. ``dry_run`` lists without removing.
     """
     try:
-        from pytest_netperf.runtime.cleanup import clean
+        from pytest_netperf.runtime.cleanup import clean, count_text
     except ImportError as exc:
         return _fail(f"clean: the Docker runtime is not available in this installation ({exc})")
     try:
@@ -152,9 +154,9 @@ def run_clean(everything: bool = False, dry_run: bool = False) -> int:
     if result.kept:
         print("netperf: `netperf clean --all` also removes what was kept (stops running sessions' topologies)")
     if dry_run:
-        print(f"netperf: would remove {len(result.removed)} container(s)/network(s) (dry run: nothing removed)")
+        print(f"netperf: would remove {count_text(result.removed)} (dry run: nothing removed)")
     else:
-        print(f"netperf: removed {len(result.removed)} container(s)/network(s)")
+        print(f"netperf: removed {count_text(result.removed)}")
     return 0
 
 

@@ -20,14 +20,15 @@ from pytest_netperf.baseline.model import Baseline, SeriesRecord
 from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.drivers import make_driver
+from pytest_netperf.drivers.rust import LocalRunner
 from pytest_netperf.errors import BaselineError, BudgetSyntaxError, InvalidMeasurement, MarkerError, NetperfError
 from pytest_netperf.measure.gate import BudgetOutcome, DriverFactory, Gate, series_name
-from pytest_netperf.plugin import docker_fixtures
+from pytest_netperf.plugin import compose_fixtures, docker_fixtures
 from pytest_netperf.plugin.markers import MARKER, MARKER_HELP, MarkerOptions, marker_budgets, marker_options
 from pytest_netperf.plugin.options import add_options, image_overrides, settings_from_config
 from pytest_netperf.report.rows import invalid_rows, measurement_summary, row_for_outcome
 from pytest_netperf.report.session_report import SessionReport
-from pytest_netperf.settings import Settings
+from pytest_netperf.settings import Settings, resolve_driver_cpus
 from pytest_netperf.verdict.calibration import NoiseFloor, estimate_noise, load_noise, noise_path, save_noise
 from pytest_netperf.verdict.status import Status
 
@@ -85,6 +86,8 @@ def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(plugin, PLUGIN_NAME)
     if not config.pluginmanager.is_registered(docker_fixtures):
         config.pluginmanager.register(docker_fixtures, "netperf-docker-fixtures")
+    if not config.pluginmanager.is_registered(compose_fixtures):
+        config.pluginmanager.register(compose_fixtures, "netperf-compose-fixtures")
 
 
 def get_plugin(config: pytest.Config) -> NetperfPlugin:
@@ -103,6 +106,8 @@ class NetperfPlugin:
         self.images = images
         self.report = SessionReport(settings.json_path, settings.markdown_path)
         self.store = BaselineStore(Path(settings.baseline_dir))
+        #: The load driver's cores (a cpuset) or None (not pinned): ``--netperf-driver-cpus``.
+        self.driver_cpus = resolve_driver_cpus(settings.driver_cpus)
         self._noise: Optional[NoiseFloor] = None
         self._noise_loaded = False
         self._aa_pairs: list[tuple[list[Any], list[Any]]] = []  # rounds of --netperf-calibrate
@@ -178,9 +183,20 @@ class NetperfPlugin:
         return [text]
 
     def _driver_factory(self, options: MarkerOptions, test_dir: Path) -> DriverFactory:
+        """Makes the test's drivers, pinned to :attr:`driver_cpus` when that is set: the Rust
+        driver on the host through a :class:`LocalRunner` with those cores, a driver container
+        through its runner's ``pinned`` copy."""
+
         def factory(name: Optional[str], runner: Any) -> Any:
+            name = name or self.settings.driver
+            cpus = self.driver_cpus
+            if cpus is not None:
+                if runner is None and name == "rust":
+                    runner = LocalRunner(cpus=cpus)
+                elif runner is not None and callable(getattr(runner, "pinned", None)):
+                    runner = runner.pinned(cpus)
             return make_driver(
-                name or self.settings.driver,
+                name,
                 runner,
                 locustfile=options.locustfile_path(test_dir),
                 user_class=options.user_class,
@@ -345,7 +361,8 @@ class NetperfPlugin:
         self.report.session_holm()
         terminalreporter.section("netperf")
         if self.report.rows:
-            terminalreporter.write_line(self.report.terminal_table())
+            verbose = self.config.getoption("verbose") > 0
+            terminalreporter.write_line(self.report.terminal_table(verbose=verbose))
         for line in self.report.notes:
             terminalreporter.write_line(f"netperf: {line}")
         problems: list[str] = []

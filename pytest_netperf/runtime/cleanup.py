@@ -1,5 +1,9 @@
 """Removing what pytest-netperf created: everything, one session's, or crashed sessions'.
 
+Containers, networks, volumes and images that carry our session labels (Compose stacks
+label their named volumes and the images they build, too), removed in that order: a
+network, volume or image in use by a container cannot go before the container.
+
 The rule for "crashed" (:func:`staleness`): the labels name this host and a process id
 that no longer exists here. Resources of running sessions, of other hosts sharing the
 daemon, or without a readable pid are never judged stale; only ``everything=True``
@@ -10,27 +14,35 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import socket
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from docker import DockerClient
 from docker.errors import APIError, NotFound
 from docker.models.containers import Container
+from docker.models.images import Image
 from docker.models.networks import Network
+from docker.models.volumes import Volume
 
 from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.client import docker_client
 
 Say = Callable[[str], None]
+#: A session's working folders (a Compose stack's override file) are named ``netperf-<session>-…``
+#: in the temporary directory and hold this file, whose text is the session id.
+FOLDER_MARKER = ".pytest-netperf-session"
 
 
 @dataclass(frozen=True)
 class Resource:
-    """One labelled container or network, and why it is (or is not) removed."""
+    """One labelled container, network, volume or image, and why it is (or is not) removed."""
 
-    kind: str  # "container" | "network"
+    kind: str  # "container" | "network" | "volume" | "image"
     name: str
     labels: Mapping[str, str] = field(hash=False, compare=False)
     why: str = ""
@@ -74,7 +86,7 @@ class CleanupResult:
         for resource in self.kept:
             groups.setdefault(resource.session, []).append(resource)
         return [
-            f"kept session {session} (pid {group[0].pid}): {len(group)} container(s)/network(s); {group[0].why}"
+            f"kept session {session} (pid {group[0].pid}): {count_text(group)}; {group[0].why}"
             for session, group in groups.items()
         ]
 
@@ -83,7 +95,17 @@ class CleanupResult:
         verb = "would remove" if self.dry_run else "removed"
         if not self.removed:
             return f"{verb} nothing"
-        return f"{verb} {len(self.removed)} container(s)/network(s) of session(s) {', '.join(self.sessions())}"
+        return f"{verb} {count_text(self.removed)} of session(s) {', '.join(self.sessions())}"
+
+
+def count_text(resources: Iterable[Resource]) -> str:
+    """``3 container(s)/network(s)``, plus ``, 1 volume(s)`` and ``, 2 image(s)`` when there are any."""
+    kinds = [resource.kind for resource in resources]
+    text = f"{sum(kind in ('container', 'network') for kind in kinds)} container(s)/network(s)"
+    for kind in ("volume", "image"):
+        if kind in kinds:
+            text += f", {kinds.count(kind)} {kind}(s)"
+    return text
 
 
 def staleness(resource_labels: Mapping[str, str], hostname: str | None = None) -> tuple[bool, str]:
@@ -118,21 +140,56 @@ def clean(
             return True, "--all"
         return staleness(labels)
 
-    return _remove_matching(client or docker_client(), L.ours_filter(), wanted, dry_run, say)
+    result = _remove_matching(client or docker_client(), L.ours_filter(), wanted, dry_run, say)
+    if not dry_run:
+        for session in {resource.session for resource in result.removed}:
+            remove_session_folders(session)
+    return result
 
 
 def clean_all(verbose: bool = False, client: DockerClient | None = None) -> int:
-    """Remove every container and network carrying our labels (live sessions' too); return how many."""
+    """Remove every container, network, volume and image carrying our labels (live sessions' too);
+    return how many."""
     return len(clean(client, everything=True, say=print if verbose else None))
 
 
 def clean_session(session_id: str, client: DockerClient | None = None) -> int:
-    """Remove the containers and networks of one session; return how many."""
-    return len(_remove_matching(client or docker_client(), L.ours_filter(session_id), _always("session end")))
+    """Remove the containers, networks, volumes and images of one session (and its working
+    folders, :func:`session_folder`); return how many Docker resources went."""
+    try:
+        return len(_remove_matching(client or docker_client(), L.ours_filter(session_id), _always("session end")))
+    finally:
+        remove_session_folders(session_id)
+
+
+def session_folder(session_id: str, name: str) -> Path:
+    """A new working folder ``netperf-<session>-<name>-…`` in the temporary directory, marked as
+    the session's, so that the session's cleanup (signals and crashes included) removes it."""
+    folder = Path(tempfile.mkdtemp(prefix=f"netperf-{session_id}-{name}-"))
+    (folder / FOLDER_MARKER).write_text(session_id)
+    return folder
+
+
+def remove_session_folders(session_id: str) -> int:
+    """Remove the working folders of ``session_id`` (only folders carrying its marker); return how many."""
+    removed = 0
+    if not session_id or session_id == "?":
+        return removed
+    for folder in Path(tempfile.gettempdir()).glob(f"netperf-{session_id}-*"):
+        marker = folder / FOLDER_MARKER
+        try:
+            if not folder.is_dir() or folder.is_symlink() or marker.read_text() != session_id:
+                continue
+        except OSError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed += 1
+    return removed
 
 
 def clean_network(network: str, client: DockerClient) -> int:
-    """Remove one topology's containers (including driver containers) and its network."""
+    """Remove one topology's (or Compose project's) containers, driver containers included, its
+    networks, volumes and the images it built."""
     return len(_remove_matching(client, {"label": [f"{L.NETWORK}={network}"]}, _always("topology down")))
 
 
@@ -174,7 +231,7 @@ def _remove_matching(
     dry_run: bool = False,
     say: Say | None = None,
 ) -> CleanupResult:
-    """Containers first (a network with endpoints cannot go), then networks."""
+    """Containers first (a network, volume or image in use cannot go), then networks, volumes, images."""
     result = CleanupResult(dry_run=dry_run)
     verb = "would remove" if dry_run else "removed"
     found: list[tuple[Resource, Callable[[], bool]]] = []
@@ -184,6 +241,12 @@ def _remove_matching(
     for network in client.networks.list(filters=filters):
         resource = Resource("network", str(network.name), dict(network.attrs.get("Labels") or {}))
         found.append((resource, functools.partial(_remove_network, network)))
+    for volume in client.volumes.list(filters=filters):
+        resource = Resource("volume", str(volume.name), dict(volume.attrs.get("Labels") or {}))
+        found.append((resource, functools.partial(_remove_volume, volume)))
+    for image in client.images.list(filters=filters):
+        resource = Resource("image", _image_name(image), dict(image.labels or {}))
+        found.append((resource, functools.partial(_remove_image, client, image)))
     for resource, remove_it in found:
         remove, why = wanted(resource.labels)
         resource = Resource(resource.kind, resource.name, resource.labels, why)
@@ -222,3 +285,33 @@ def _remove_network(network: Network, attempts: int = 20) -> bool:
                 raise
             time.sleep(0.1)
     return False
+
+
+def _remove_volume(volume: Volume, attempts: int = 20) -> bool:
+    for attempt in range(attempts):
+        try:
+            volume.remove(force=True)
+            return True
+        except NotFound:
+            return False
+        except APIError as exc:  # still held by a container being removed
+            if "in use" not in str(exc) or attempt == attempts - 1:
+                raise
+            time.sleep(0.1)
+    return False
+
+
+def _remove_image(client: DockerClient, image: Image) -> bool:
+    try:
+        client.images.remove(image.id, force=True)
+    except NotFound:
+        return False
+    except APIError as exc:
+        if exc.status_code == 409:  # a child image or another session's container still uses it
+            return False
+        raise
+    return True
+
+
+def _image_name(image: Image) -> str:
+    return str(image.tags[0]) if image.tags else str(image.short_id)

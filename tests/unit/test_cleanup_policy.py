@@ -31,6 +31,9 @@ DEAD = _dead_pid()
 class FakeResource:
     def __init__(self, name: str, labels: dict[str, str], removed: list[str]) -> None:
         self.name = name
+        self.id = f"sha256:{name}"
+        self.short_id = name[:12]
+        self.tags = [f"{name}:latest"]
         self.labels = labels
         self.attrs = {"Labels": labels}
         self._removed = removed
@@ -47,6 +50,10 @@ class FakeCollection:
         (wanted,) = filters["label"]
         key, _, value = wanted.partition("=")
         return [i for i in self.items if key in i.labels and (not value or i.labels[key] == value)]
+
+    def remove(self, image_id: str, **_: Any) -> None:  # images.remove(id, force=True)
+        (item,) = [i for i in self.items if i.id == image_id]
+        item.remove()
 
 
 class FakeClient:
@@ -69,6 +76,21 @@ class FakeClient:
         self.networks = FakeCollection(
             [FakeResource("net-live", live, self.removed), FakeResource("net-dead", dead, self.removed)]
         )
+        self.volumes = FakeCollection([])
+        self.images = FakeCollection([])
+
+
+class FakeComposeClient(FakeClient):
+    """Adds what a crashed session's Compose stack leaves besides containers: a volume, a built image."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        dead = L.resource_labels("dead0002", "stack", "net-dead", pid=DEAD)
+        live = L.resource_labels("live0001", "stack", "net-live")
+        self.volumes = FakeCollection(
+            [FakeResource("net-dead_cache", dead, self.removed), FakeResource("net-live_cache", live, self.removed)]
+        )
+        self.images = FakeCollection([FakeResource("net-dead_app", dead, self.removed)])
 
 
 @pytest.fixture
@@ -153,3 +175,56 @@ def test_clean_session_and_clean_stale_keep_their_counts(fake: FakeClient) -> No
     assert cleanup.clean_stale() == 2
     assert cleanup.clean_session("live0001") == 2
     assert fake.removed == ["net-dead-echo", "net-dead", "net-live-echo", "net-live"]
+
+
+def test_volumes_and_images_of_crashed_sessions_go_after_their_containers(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    client = FakeComposeClient()
+    monkeypatch.setattr(cleanup, "docker_client", lambda: client)
+    result = clean()
+    assert client.removed == ["net-dead-echo", "net-dead", "net-dead_cache", "net-dead_app"]
+    assert [r.kind for r in result.removed] == ["container", "network", "volume", "image"]
+    assert "net-live_cache" in {r.name for r in result.kept}
+    assert result.summary() == (
+        f"removed 2 container(s)/network(s), 1 volume(s), 1 image(s) of session(s) dead0002 (pid {DEAD})"
+    )
+    assert any("kept session live0001 (pid" in line and "1 volume(s)" in line for line in result.kept_lines())
+    client = FakeComposeClient()
+    monkeypatch.setattr(cleanup, "docker_client", lambda: client)
+    assert main(["clean", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert "removed volume net-live_cache (session live0001" in out
+    assert "removed image net-dead_app:latest (session dead0002" in out
+    assert out.rstrip().endswith("netperf: removed 6 container(s)/network(s), 2 volume(s), 1 image(s)")
+
+
+def test_session_folders_go_with_their_session_and_only_marked_ones(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cleanup.tempfile, "tempdir", str(tmp_path))
+    mine = cleanup.session_folder("sess0001", "team-1")
+    (mine / "netperf-override.yml").write_text("services: {}\n")
+    other = cleanup.session_folder("sess0002", "team-1")
+    unmarked = tmp_path / "netperf-sess0001-not-ours"
+    unmarked.mkdir()
+    forged = tmp_path / "netperf-sess0001-forged"
+    forged.mkdir()
+    (forged / cleanup.FOLDER_MARKER).write_text("sess0002")
+    assert mine.name.startswith("netperf-sess0001-team-1-") and mine.parent == tmp_path
+    assert cleanup.remove_session_folders("sess0001") == 1
+    assert not mine.exists() and other.exists() and unmarked.exists() and forged.exists()
+    assert cleanup.remove_session_folders("?") == 0
+
+
+def test_clean_removes_the_folders_of_the_sessions_it_removed(
+    fake: FakeClient, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cleanup.tempfile, "tempdir", str(tmp_path))
+    dead, live = cleanup.session_folder("dead0002", "stack-1"), cleanup.session_folder("live0001", "stack-1")
+    clean(dry_run=True)
+    assert dead.exists()
+    clean()
+    assert not dead.exists() and live.exists()
+    cleanup.clean_session("live0001")
+    assert not live.exists()

@@ -1,0 +1,56 @@
+"""Gates over a team's own stack: the edge nginx of docker-compose.yml in front of the app.
+
+This is what a team keeps in its repository: its Compose file and nginx config, plus these
+tests. ``netperf_compose`` stands the Compose file up as written (paths are relative to
+the pytest rootdir), and each test measures the edge against the application reached
+directly, in interleaved rounds of the same run, so the verdict does not depend on how
+fast this machine is.
+
+The budgets are set from what the stack does on a 2-core machine where the driver, nginx
+and the application share both cores (the README's "Gate your own configs" section has
+the figures). They still catch what a config change typically breaks: drop the upstream
+``keepalive`` pool from nginx/edge.conf and the edge opens a TCP connection to the app for
+every request; its throughput collapses and ``test_edge_throughput`` fails.
+"""
+
+import pytest
+
+COMPOSE_FILE = "team_gateway/docker-compose.yml"
+
+
+@pytest.fixture(scope="module")
+def stack(netperf_compose):
+    """The team's stack, up once for the session."""
+    return netperf_compose(COMPOSE_FILE)
+
+
+@pytest.mark.netperf("rps_loss <= 85%", "errors == 0", "sockets <= 64")
+def test_edge_throughput(netperf, stack):
+    """Closed loop, 64 connections: what the edge costs in requests per second, no errors,
+    and client keep-alive intact (one socket per connection)."""
+    netperf.compare(
+        stack.endpoint("edge", port=80, path="/api/orders", host="api.example.com"),
+        reference=stack.endpoint("app", port=8080, path="/api/orders"),
+        connections=64,
+    )
+
+
+@pytest.mark.netperf("p50_added <= 1ms", "p99_added <= 5ms", "errors == 0")
+def test_edge_latency(netperf, stack):
+    """Open loop at 1,000 requests/s over 8 connections: the latency the edge adds."""
+    netperf.compare(
+        stack.endpoint("edge", port=80, path="/api/orders", host="api.example.com"),
+        reference=stack.endpoint("app", port=8080, path="/api/orders"),
+        connections=8,
+        rate=1000,
+    )
+
+
+@pytest.mark.netperf("errors == 0", "p99 < 50ms")
+def test_edge_no_errors_at_100_connections(netperf, stack):
+    """100 connections at 2,000 requests/s: every request answered, none slow."""
+    netperf.measure(
+        stack.endpoint("edge", port=80, path="/api/orders", host="api.example.com"),
+        connections=100,
+        rate=2000,
+    )

@@ -1,0 +1,83 @@
+"""The own-stack example as a pull request would meet it: examples/team_gateway copied into a
+fresh repository, its throughput gate run unchanged (PASS), then with the upstream keep-alive
+pool removed from the team's nginx config (FAIL naming ``rps_loss``).
+
+Real containers through the team's Compose file (nginx under the example's image mapping,
+the echo app); each run is 3 to 5 rounds of 1 s per side.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from pytest_netperf.errors import ComposeUnavailable, NetperfError
+from pytest_netperf.images.resolve import LOCAL_IMAGES
+from pytest_netperf.runtime.client import docker_client
+from pytest_netperf.runtime.compose.cli import find_compose
+
+pytestmark = pytest.mark.docker
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+KEEPALIVE_LINE = "keepalive 32;"
+RUN = [
+    "-m",
+    "netperf",
+    "-k",
+    "throughput",
+    "--netperf-rounds=3",
+    "--netperf-max-rounds=5",
+    "--netperf-duration=1",
+    "--netperf-warmup=0.5",
+    "--netperf-json=results.json",
+    "-p",
+    "no:cacheprovider",
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def needs_docker_compose_and_images() -> None:
+    try:
+        client = docker_client()
+        find_compose()
+    except (ComposeUnavailable, NetperfError) as exc:
+        pytest.skip(str(exc))
+    missing = [tag for tag in (LOCAL_IMAGES["echo"], LOCAL_IMAGES["nginx"]) if not client.images.list(name=tag)]
+    if missing:
+        pytest.skip(f"local images missing: {', '.join(missing)}; build them with `netperf images build`")
+
+
+def _team_repo(pytester: pytest.Pytester) -> Path:
+    """The example's files as a team's repository: pytest.ini, the Compose file, nginx config, gates."""
+    shutil.copy(EXAMPLES / "pytest.ini", pytester.path / "pytest.ini")
+    shutil.copytree(EXAMPLES / "team_gateway", pytester.path / "team_gateway")
+    return pytester.path / "team_gateway" / "nginx" / "edge.conf"
+
+
+def _verdicts(pytester: pytest.Pytester) -> dict[str, str]:
+    results = json.loads((pytester.path / "results.json").read_text())
+    return {row["budget"]: row["verdict"] for row in results["rows"]}
+
+
+def test_the_unchanged_team_config_passes(pytester: pytest.Pytester) -> None:
+    _team_repo(pytester)
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=1, deselected=2)
+    assert set(_verdicts(pytester).values()) == {"PASS"}
+
+
+def test_dropping_the_upstream_keepalive_pool_fails_the_gate(pytester: pytest.Pytester) -> None:
+    config = _team_repo(pytester)
+    text = config.read_text()
+    assert KEEPALIVE_LINE in text, f"{config} no longer has {KEEPALIVE_LINE!r}; update this test"
+    config.write_text(text.replace(KEEPALIVE_LINE, "# keep-alive pool removed by the pull request"))
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == 1, result.stdout.str()
+    result.assert_outcomes(failed=1, deselected=2)
+    verdicts = _verdicts(pytester)
+    assert verdicts["rps_loss <= 85%"] == "FAIL", verdicts
+    result.stdout.fnmatch_lines(["*FAIL*rps_loss <= 85%*"])
