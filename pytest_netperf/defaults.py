@@ -25,8 +25,8 @@ POWER = 0.8
 SPENDING = "pocock"
 #: What a final INCONCLUSIVE does: fail, warn or pass.
 INCONCLUSIVE = "fail"
-#: A baseline from another machine: warn or fail.
-FINGERPRINT_MISMATCH = "warn"
+#: A stored baseline of another machine class only: new (not used: NEW), warn (used, with a warning) or fail.
+FINGERPRINT_MISMATCH = "new"
 #: Open loop: the driver's schedule-lag p99 (ms) above which a round is INVALID.
 MAX_LAG_MS = 5.0
 #: The load driver when a test names none.

@@ -62,3 +62,7 @@ class ComposeStartError(ComposeError):
 
 class ComposeUsageError(ComposeError):
     """An unknown service, port or resource key was asked of a Compose stack; lists the known ones."""
+
+
+class RevisionError(NetperfError):
+    """A base revision (``--netperf-base``) cannot be resolved, materialised or compared; says what to fetch."""

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from pytest_netperf import defaults
+from pytest_netperf.baseline.machine import check_class_name
 from pytest_netperf.drivers import DRIVER_NAMES
 from pytest_netperf.runtime.resources import cpuset_text, default_split, parse_cpuset, usable_cores
 
 DRIVERS = DRIVER_NAMES
 INCONCLUSIVE_POLICIES = ("fail", "warn", "pass")
-FINGERPRINT_POLICIES = ("warn", "fail")
+FINGERPRINT_POLICIES = ("new", "warn", "fail")
 PATH_SETTINGS = ("baseline_dir", "json_path", "markdown_path", "report_dir")
 #: ``driver_cpus`` words besides an explicit cpuset.
 DRIVER_CPUS_AUTO = "auto"
@@ -35,8 +36,11 @@ SETTING_HELP: dict[str, str] = {
     "confidence": f"confidence level of the verdicts (default {defaults.CONFIDENCE:g})",
     "inconclusive": "what a final INCONCLUSIVE does: "
     f"{', '.join(INCONCLUSIVE_POLICIES)} (default {defaults.INCONCLUSIVE})",
-    "fingerprint_mismatch": "baseline measured on another machine: "
-    f"{' or '.join(FINGERPRINT_POLICIES)} (default {defaults.FINGERPRINT_MISMATCH})",
+    "fingerprint_mismatch": "when this test's stored baseline is of another machine class only: new (not used, "
+    "the budgets are NEW), warn (judge against it with a warning) or fail; default "
+    f"{defaults.FINGERPRINT_MISMATCH}. Within the class, a changed kernel, version or image warns (fail: fails)",
+    "machine_class": "the machine class whose baselines this run reads and writes (default: derived from the "
+    "CPU model and core count, e.g. amd-epyc-7b13-2c); name your CI runner types here",
     "json_path": "write machine-readable results to PATH",
     "markdown_path": "write a pull-request comment (Markdown) to PATH",
     "report_dir": "write PNG plots under DIR",
@@ -68,6 +72,7 @@ class Settings:
     confidence: float = defaults.CONFIDENCE
     inconclusive: str = defaults.INCONCLUSIVE
     fingerprint_mismatch: str = defaults.FINGERPRINT_MISMATCH
+    machine_class: str = ""
     json_path: Optional[Path] = None
     markdown_path: Optional[Path] = None
     report_dir: Optional[Path] = None
@@ -114,6 +119,11 @@ class Settings:
         if self.locust_workers < 0:
             raise ValueError(f"locust_workers must be >= 0 (got {self.locust_workers})")
         check_driver_cpus(self.driver_cpus)
+        if self.machine_class:
+            try:
+                check_class_name(self.machine_class)
+            except ValueError as exc:
+                raise SettingError("machine_class", str(exc)) from None
 
 
 class SettingError(ValueError):

@@ -34,7 +34,15 @@ FORMAT_VERSION = 1
 #: Top-level keys every document has.
 REQUIRED_KEYS = ("format_version", "test_id", "created_at", "fingerprint", "series")
 #: Fingerprint keys with a known type (others are kept as they are).
-_FINGERPRINT_TEXT = ("cpu_model", "kernel", "docker_version", "python", "plugin_version", "driver_version")
+_FINGERPRINT_TEXT = (
+    "cpu_model",
+    "kernel",
+    "docker_version",
+    "python",
+    "plugin_version",
+    "driver_version",
+    "machine_class",
+)
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 

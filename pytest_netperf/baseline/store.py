@@ -3,10 +3,18 @@
 Layout of a baseline directory (default ``.netperf/``, committed with the tests)::
 
     .netperf/
-      tests_test_gw.py__test_overhead_kong-c100-3f9a0c1b2d.json   # one per test id
+      amd-epyc-7b13-2c/                                             # one folder per machine class
+        tests_test_gw.py__test_overhead_kong-c100-3f9a0c1b2d.json   # one per test id
+      intel-xeon-4c/
+        tests_test_gw.py__test_overhead_kong-c100-3f9a0c1b2d.json
       .last-run/                                                    # pending results
         .gitignore                                                  # "*": never committed
         tests_test_gw.py__test_overhead_kong-c100-3f9a0c1b2d.json
+
+A baseline is used only on its machine class (:mod:`pytest_netperf.baseline.machine`):
+numbers from another kind of machine are not a reference. Files directly in the directory
+(the layout before machine classes) are still read, as baselines of the class their own
+fingerprint names.
 
 File names are a readable slug of the test id plus a short hash of the full id, so
 parametrized ids never collide and the name is the same in every run.
@@ -32,6 +40,7 @@ from typing import Iterable, Optional
 from pytest_netperf import defaults
 from pytest_netperf.atomic_file import TEMP_PREFIX, write_text_atomic
 from pytest_netperf.baseline.fingerprint import compare_fingerprints
+from pytest_netperf.baseline.machine import machine_class
 from pytest_netperf.baseline.model import (
     FORMAT_VERSION,
     Baseline,
@@ -74,15 +83,24 @@ def matches(test_id: str, pattern: Optional[str]) -> bool:
 
 
 class BaselineStore:
-    """Baseline files of one directory, plus the pending results of the last run."""
+    """Baseline files of one directory (one folder per machine class), plus the pending
+    results of the last run. ``machine_class`` is this run's class: :meth:`load` reads only
+    its baselines; None (the CLI) reads every class and writes by each file's fingerprint."""
 
-    def __init__(self, directory: Path = Path(defaults.BASELINE_DIR)) -> None:
+    def __init__(self, directory: Path = Path(defaults.BASELINE_DIR), machine_class: Optional[str] = None) -> None:
         self.directory = Path(directory)
+        self.machine_class = machine_class
         self.pending_directory = self.directory / PENDING_DIRNAME
 
     # -- paths ---------------------------------------------------------------------
-    def path_for(self, test_id: str) -> Path:
-        """Where the baseline of ``test_id`` lives (whether or not it exists)."""
+    def path_for(self, test_id: str, machine: Optional[str] = None) -> Path:
+        """Where the baseline of ``test_id`` for class ``machine`` (default: this run's) lives."""
+        machine = machine or self.machine_class
+        folder = self.directory / machine if machine else self.directory
+        return folder / f"{safe_name(test_id)}.json"
+
+    def legacy_path_for(self, test_id: str) -> Path:
+        """Where a baseline of the layout without machine classes lives."""
         return self.directory / f"{safe_name(test_id)}.json"
 
     def pending_path_for(self, test_id: str) -> Path:
@@ -90,8 +108,13 @@ class BaselineStore:
         return self.pending_directory / f"{safe_name(test_id)}.json"
 
     def baseline_paths(self) -> list[Path]:
-        """Every baseline file, sorted."""
-        return _json_files(self.directory)
+        """Every baseline file of every machine class (and of the old flat layout), sorted."""
+        folders = (
+            sorted(p for p in self.directory.iterdir() if p.is_dir() and not p.name.startswith("."))
+            if self.directory.is_dir()
+            else []
+        )
+        return _json_files(self.directory) + [path for folder in folders for path in _json_files(folder)]
 
     def pending_paths(self) -> list[Path]:
         """Every pending result file, sorted."""
@@ -117,8 +140,38 @@ class BaselineStore:
         raise BaselineError(f"{self.directory}: no such baseline directory")
 
     def load(self, test_id: str) -> Optional[Baseline]:
-        """The stored baseline of ``test_id``, or ``None`` when there is none (NEW)."""
-        return self._load_from(self.path_for(test_id), test_id)
+        """The stored baseline of ``test_id`` for this run's machine class, or ``None`` (NEW).
+
+        Its class folder first; then a file of the old flat layout whose fingerprint is of
+        this class. Without a class (the CLI), the flat file whatever its class.
+        """
+        found = self._load_from(self.path_for(test_id), test_id)
+        if found is not None or self.machine_class is None:
+            return found
+        legacy = self._load_from(self.legacy_path_for(test_id), test_id)
+        if legacy is not None and machine_class(legacy.fingerprint) == self.machine_class:
+            return legacy
+        return None
+
+    def other_classes(self, test_id: str) -> dict[str, Path]:
+        """Machine class -> file, for the baselines of ``test_id`` stored for other classes."""
+        out: dict[str, Path] = {}
+        name = f"{safe_name(test_id)}.json"
+        for path in self.baseline_paths():
+            if path.name != name:
+                continue
+            if path.parent == self.directory:
+                machine = machine_class(self.read(path).fingerprint)
+            else:
+                machine = path.parent.name
+            if machine != self.machine_class:
+                out.setdefault(machine, path)
+        return out
+
+    def load_from_class(self, test_id: str, machine: str) -> Optional[Baseline]:
+        """The baseline of ``test_id`` stored for class ``machine`` (opting in to another machine's)."""
+        path = self.other_classes(test_id).get(machine) or self.path_for(test_id, machine)
+        return self._load_from(path, test_id)
 
     def load_pending(self, test_id: str) -> Optional[Baseline]:
         """The last run's results for ``test_id``, or ``None``."""
@@ -134,9 +187,17 @@ class BaselineStore:
 
     # -- writing -------------------------------------------------------------------
     def save(self, baseline: Baseline) -> Path:
-        """Write ``baseline`` atomically as the stored baseline of its test id."""
-        path = self.path_for(baseline.test_id)
+        """Write ``baseline`` atomically as the stored baseline of its test id, in the folder
+        of the machine class its fingerprint names (a file of the old flat layout goes)."""
+        path = self.path_for(baseline.test_id, machine_class(baseline.fingerprint))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise BaselineError(f"{path.parent}: cannot create ({exc.strerror or exc})") from None
         self._write(path, baseline)
+        legacy = self.legacy_path_for(baseline.test_id)
+        if legacy.exists() and machine_class(self.read(legacy).fingerprint) == machine_class(baseline.fingerprint):
+            legacy.unlink(missing_ok=True)
         return path
 
     def save_pending(self, baseline: Baseline) -> Path:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 from pytest_netperf.baseline.fingerprint import compare_fingerprints
+from pytest_netperf.baseline.machine import machine_class
 from pytest_netperf.baseline.store import Baseline, BaselineStore, matches
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.metrics import format_metric
@@ -79,12 +80,13 @@ def show(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> 
         out(f"no baselines{where} in {store.directory}")
         return 1 if failed else 0
     table = []
-    for b in sorted(selected, key=lambda b: b.test_id):
+    for b in sorted(selected, key=lambda b: (b.test_id, machine_class(b.fingerprint))):
         for index, (name, series) in enumerate(b.series.items()):
             first = index == 0
             table.append(
                 [
                     shorten_test_id(b.test_id, 44) if first else "",
+                    machine_class(b.fingerprint) if first else "",
                     name,
                     b.created_at[:16].replace("T", " ") if first else "",
                     (b.git_commit or "-")[:10] if first else "",
@@ -92,7 +94,7 @@ def show(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> 
                     *(format_metric(m, _median(series.values(m))) for m in SHOW_METRICS),
                 ]
             )
-    headers = ["test", "series", "created (UTC)", "commit", "rounds", *SHOW_METRICS]
+    headers = ["test", "machine class", "series", "created (UTC)", "commit", "rounds", *SHOW_METRICS]
     out(tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True))
     out(f"{len(selected)} baseline(s) in {store.directory}; metrics are medians over rounds")
     return 1 if failed else 0
@@ -105,7 +107,7 @@ def diff(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> 
     stored, failed_stored = _read_all(store, store.baseline_paths())
     pending, failed_pending = _read_all(store, store.pending_paths())
     failed = failed_stored + failed_pending
-    stored_by_id = {b.test_id: b for b in stored if matches(b.test_id, pattern)}
+    stored_by_id = {(machine_class(b.fingerprint), b.test_id): b for b in stored if matches(b.test_id, pattern)}
     pending_by_id = {b.test_id: b for b in pending if matches(b.test_id, pattern)}
     if not pending_by_id:
         out(f"no pending results in {store.pending_directory}; run the tests with pytest first")
@@ -113,8 +115,9 @@ def diff(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> 
     for test_id in sorted(pending_by_id):
         out("")
         out(test_id)
-        _diff_one(stored_by_id.get(test_id), pending_by_id[test_id], out)
-    without_run = sorted(set(stored_by_id) - set(pending_by_id))
+        new = pending_by_id[test_id]
+        _diff_one(stored_by_id.get((machine_class(new.fingerprint), test_id)), new, out)
+    without_run = sorted({test_id for _, test_id in stored_by_id} - set(pending_by_id))
     if without_run:
         out("")
         out(f"{len(without_run)} stored baseline(s) have no results from the last run")

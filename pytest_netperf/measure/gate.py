@@ -116,6 +116,8 @@ class GateSettings:
         return SequentialPlan(self.rounds_min, self.rounds_max, self.round_batch)
 
 
+#: Why a budget against the stored baseline is NEW when there is no baseline at all.
+MISSING_BASELINE_NOTE = "no stored baseline: recorded as NEW (update with --netperf-update-baseline)"
 #: The fact the gate adds when the driver runs on some cores only.
 DRIVER_CORES_FACT = "driver cores"
 
@@ -161,6 +163,7 @@ class Gate:
         progress: Optional[ProgressFn] = None,
         notes: Optional[list[str]] = None,
         noise: Optional[NoiseFloor] = None,
+        missing_baseline_note: str = MISSING_BASELINE_NOTE,
     ) -> None:
         self.test_id = test_id
         self.budgets = list(budgets)
@@ -168,6 +171,7 @@ class Gate:
         self._driver_factory = driver_factory
         self._default_driver = default_driver
         self._baseline_lookup = baseline_lookup
+        self._missing_baseline_note = missing_baseline_note
         self._progress = progress or (lambda _msg: None)
         self.measurements: list[Measurement] = []
         #: Test-level notes (fingerprint warnings, baseline writes) shown with every outcome.
@@ -484,7 +488,7 @@ class Gate:
                         b,
                         Status.NEW,
                         None,
-                        ["no stored baseline: recorded as NEW (update with --netperf-update-baseline)"],
+                        [self._missing_baseline_note],
                         label,
                     )
                 )

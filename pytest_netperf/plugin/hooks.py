@@ -16,13 +16,14 @@ import pytest
 
 import pytest_netperf
 from pytest_netperf.baseline.fingerprint import compare_fingerprints, machine_fingerprint
+from pytest_netperf.baseline.machine import CLASS_KEY, resolve_class
 from pytest_netperf.baseline.model import Baseline, SeriesRecord
 from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.drivers.rust import LocalRunner
 from pytest_netperf.errors import BaselineError, BudgetSyntaxError, InvalidMeasurement, MarkerError, NetperfError
-from pytest_netperf.measure.gate import BudgetOutcome, DriverFactory, Gate, series_name
+from pytest_netperf.measure.gate import MISSING_BASELINE_NOTE, BudgetOutcome, DriverFactory, Gate, series_name
 from pytest_netperf.plugin import compose_fixtures, docker_fixtures
 from pytest_netperf.plugin.markers import MARKER, MARKER_HELP, MarkerOptions, marker_budgets, marker_options
 from pytest_netperf.plugin.options import add_options, image_overrides, settings_from_config
@@ -105,7 +106,9 @@ class NetperfPlugin:
         self.settings = settings
         self.images = images
         self.report = SessionReport(settings.json_path, settings.markdown_path)
-        self.store = BaselineStore(Path(settings.baseline_dir))
+        #: The machine class whose baselines this run reads and writes (``--netperf-machine-class``).
+        self.machine_class = resolve_class(settings.machine_class or None)
+        self.store = BaselineStore(Path(settings.baseline_dir), self.machine_class)
         #: The load driver's cores (a cpuset) or None (not pinned): ``--netperf-driver-cpus``.
         self.driver_cpus = resolve_driver_cpus(settings.driver_cpus)
         self._noise: Optional[NoiseFloor] = None
@@ -139,8 +142,11 @@ class NetperfPlugin:
             budgets = marker_budgets(item)
         notes: list[str] = []
         lookup = None
+        missing_note = MISSING_BASELINE_NOTE
         if any(b.comparison == "baseline" for b in budgets):
             baseline = self.store.load(item.nodeid)  # a corrupt file raises BaselineError naming it
+            if baseline is None:
+                baseline, missing_note = self._other_class_baseline(item.nodeid, notes)
             if baseline is not None:
                 # the machine now (fail fast); the images once measured (see _check_images)
                 notes.extend(self._fingerprint_notes(baseline, baseline.fingerprint.get("image_digests")))
@@ -156,6 +162,27 @@ class NetperfPlugin:
             progress=self._progress,
             notes=notes,
             noise=self.noise_floor(),
+            missing_baseline_note=missing_note,
+        )
+
+    def _other_class_baseline(self, test_id: str, notes: list[str]) -> tuple[Optional[Baseline], str]:
+        """Where this machine class has no baseline of ``test_id`` but others do: the
+        ``fingerprint_mismatch`` policy decides (new: none, and why; warn: another class's
+        baseline, noted; fail: an error). Returns (baseline or None, the NEW note)."""
+        others = self.store.other_classes(test_id)
+        if not others:
+            return None, MISSING_BASELINE_NOTE
+        text = f"no baseline for this machine class ({self.machine_class}) yet; stored for: {', '.join(sorted(others))}"
+        policy = self.settings.fingerprint_mismatch
+        if policy == "fail":
+            raise NetperfError(f"{text} (--netperf-fingerprint-mismatch=fail)")
+        if policy == "warn":
+            chosen = sorted(others)[0]
+            notes.append(f"{text}; judged against the baseline of {chosen} (--netperf-fingerprint-mismatch=warn)")
+            return self.store.load_from_class(test_id, chosen), MISSING_BASELINE_NOTE
+        return None, (
+            f"{text}: recorded as NEW. Record this machine's with `netperf baseline update` after this run "
+            "(or --netperf-update-baseline); --netperf-fingerprint-mismatch=warn judges against another class's"
         )
 
     def noise_floor(self) -> Optional[NoiseFloor]:
@@ -270,7 +297,7 @@ class NetperfPlugin:
         series = {
             series_name(m.key, s.label): SeriesRecord.from_measured(s) for m in gate.measurements for s in m.series()
         }
-        fingerprint = machine_fingerprint(gate.image_digests())
+        fingerprint = {**machine_fingerprint(gate.image_digests()), CLASS_KEY: self.machine_class}
         record = Baseline.new(item.nodeid, series, fingerprint, repo_dir=self.config.rootpath)
         try:
             self.store.save_pending(record)
@@ -379,7 +406,10 @@ def _note_written_baseline(outcomes: list[BudgetOutcome], path: Path) -> None:
     for outcome in outcomes:
         if outcome.status is Status.NEW:
             kept = [n for n in outcome.notes if UPDATE_OPTION not in n]
-            outcome.notes = [f"no stored baseline: recorded as NEW; this run wrote it to {path.name}", *kept]
+            outcome.notes = [
+                f"no stored baseline: recorded as NEW; this run wrote it to {path.parent.name}/{path.name}",
+                *kept,
+            ]
 
 
 def _netperf_skip_reason(call: pytest.CallInfo[None]) -> Optional[str]:

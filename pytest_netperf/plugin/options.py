@@ -48,6 +48,7 @@ OPTIONS = (
     Option("confidence", "confidence", "netperf_confidence"),
     Option("inconclusive", "inconclusive", "netperf_inconclusive"),
     Option("fingerprint-mismatch", "fingerprint_mismatch", "netperf_fingerprint_mismatch"),
+    Option("machine-class", "machine_class", "netperf_machine_class"),
     Option("json", "json_path", "netperf_json"),
     Option("markdown", "markdown_path", "netperf_markdown"),
     Option("report-dir", "report_dir", "netperf_report_dir"),

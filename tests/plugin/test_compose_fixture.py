@@ -103,7 +103,10 @@ def _repo(pytester: pytest.Pytester) -> None:
     (pytester.path / "infra" / "nginx" / "edge.conf").write_text(NGINX_CONF)
 
 
-def test_gate_over_a_compose_stack_reuses_it_and_removes_it_at_session_end(pytester: pytest.Pytester) -> None:
+def test_gate_over_a_compose_stack_reuses_it_and_removes_it_at_session_end(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)  # the inner session is no xdist worker
     _repo(pytester)
     pytester.makepyfile(test_team=GATE)
     result = pytester.runpytest_subprocess(*FAST, "--netperf-json=results.json")

@@ -7,6 +7,7 @@ invalid measurements. Each run is kept short: 3 rounds of 0.5 s.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Iterator
 
 import pytest
@@ -43,6 +44,11 @@ def test_echo_latency(netperf):
 """
 
 
+def stored_baselines(directory: Path) -> list[Path]:
+    """The stored baseline files (one folder per machine class; not the pending results)."""
+    return sorted(p for p in directory.glob("*/*.json") if p.parent.name != ".last-run")
+
+
 @pytest.fixture(scope="module")
 def echo() -> Iterator[LocalEchoServer]:
     with LocalEchoServer() as server:
@@ -62,12 +68,12 @@ def test_baseline_lifecycle_new_update_compare_regress(
     first = _run(pytester)
     first.stdout.fnmatch_lines(["*netperf*", "*p50 <= 3x baseline*NEW*"])
     assert first.ret == 0
-    assert not list((pytester.path / ".netperf").glob("*.json")), "a baseline must never be written implicitly"
+    assert not list(stored_baselines(pytester.path / ".netperf")), "a baseline must never be written implicitly"
     assert list((pytester.path / ".netperf" / ".last-run").glob("*.json")), "the run's results are kept as pending"
 
     update = _run(pytester, "--netperf-update-baseline")
     assert update.ret == 0
-    stored = list((pytester.path / ".netperf").glob("*.json"))
+    stored = list(stored_baselines(pytester.path / ".netperf"))
     assert len(stored) == 1
     doc = json.loads(stored[0].read_text())
     assert doc["test_id"] == "test_gate.py::test_echo_latency"
@@ -161,7 +167,7 @@ def test_xdist_workers_write_baselines_without_loss(
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
     result = _run(pytester, "-n", "2", "--netperf-update-baseline", "--netperf-json=results.json")
     assert result.ret == 0
-    stored = sorted((pytester.path / ".netperf").glob("*.json"))
+    stored = sorted(stored_baselines(pytester.path / ".netperf"))
     assert len(stored) == 4
     ids = {json.loads(p.read_text())["test_id"] for p in stored}
     assert ids == {f"test_many.py::test_param[{n}]" for n in range(4)}
@@ -236,8 +242,48 @@ def test_corrupt_baseline_names_the_file(
     pytester.makepyfile(test_gate=LATENCY_GATE)
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
     assert _run(pytester, "--netperf-update-baseline").ret == 0
-    (stored,) = (pytester.path / ".netperf").glob("*.json")
+    (stored,) = stored_baselines(pytester.path / ".netperf")
     stored.write_text("{ not json")
     result = _run(pytester)
     result.stdout.fnmatch_lines([f"*{stored.name}*"])
     assert result.ret != 0
+
+
+def test_a_baseline_of_another_machine_class_is_new_unless_opted_in(
+    pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_gate=LATENCY_GATE)
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
+    recorded = _run(pytester, "--netperf-update-baseline", "--netperf-machine-class=other-runner")
+    assert recorded.ret == 0
+    assert [p.parent.name for p in stored_baselines(pytester.path / ".netperf")] == ["other-runner"]
+
+    here = _run(pytester)  # this machine's own class: it has no baseline yet
+    assert here.ret == 0, here.stdout.str()
+    here.stdout.fnmatch_lines(
+        [
+            "*p50 <= 3x baseline*NEW*",
+            "*no baseline for this machine class (*) yet; stored for: other-runner: recorded as NEW*",
+        ]
+    )
+
+    opted_in = _run(pytester, "--netperf-fingerprint-mismatch=warn")
+    opted_in.stdout.fnmatch_lines(
+        ["*judged against the baseline of*", "*other-runner (--netperf-fingerprint-mismatch=warn)*"]
+    )
+    assert "p50 <= 3x baseline" in opted_in.stdout.str()
+    assert not any("p50 <= 3x baseline" in line and "NEW" in line for line in opted_in.stdout.lines)
+
+    refused = _run(pytester, "--netperf-fingerprint-mismatch=fail")
+    assert refused.ret != 0
+    refused.stdout.fnmatch_lines(["*no baseline for this machine class (*) yet; stored for: other-runner*=fail*"])
+
+    same_class = _run(pytester, "--netperf-machine-class=other-runner")
+    assert not any("p50 <= 3x baseline" in line and "NEW" in line for line in same_class.stdout.lines)
+
+
+def test_a_machine_class_that_cannot_be_a_folder_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_gate=LATENCY_GATE)
+    result = _run(pytester, "--netperf-machine-class=../up")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--netperf-machine-class*machine class '../up'*"])

@@ -269,8 +269,8 @@ def test_an_update_run_does_not_ask_for_an_update(pytester: pytest.Pytester, ech
     result.stdout.fnmatch_lines(
         [
             "*p50 <= 5x baseline*NEW*",
-            "*no stored baseline: recorded as NEW; this run wrote it to test_gate.py__test_echo-*.json",
-            "netperf: baseline written: */.netperf/test_gate.py__test_echo-*.json",
+            "*no stored baseline: recorded as NEW; this run wrote it to */test_gate.py__test_echo-*.json",
+            "netperf: baseline written: */.netperf/*/test_gate.py__test_echo-*.json",
         ]
     )
     assert "update with --netperf-update-baseline" not in result.stdout.str()

@@ -21,6 +21,7 @@ from pytest_netperf.baseline.fingerprint import (
     cpu_model,
     machine_fingerprint,
 )
+from pytest_netperf.baseline.machine import machine_class
 from pytest_netperf.baseline.store import (
     FORMAT_VERSION,
     Baseline,
@@ -42,6 +43,8 @@ FINGERPRINT = {
     "plugin_version": "0.1.0",
     "driver_version": "0.1.0",
 }
+#: The machine class of FINGERPRINT: the folder its baselines are stored in.
+CLASS = machine_class(FINGERPRINT)
 
 
 def make_baseline(test_id: str = TEST_ID, rps: float = 10_000.0, rounds: int = 3) -> Baseline:
@@ -84,7 +87,7 @@ def test_load_of_unknown_test_is_none(tmp_path: Path) -> None:
 
 
 def test_save_then_load_keeps_everything(tmp_path: Path) -> None:
-    store = BaselineStore(tmp_path / ".netperf")
+    store = BaselineStore(tmp_path / ".netperf", CLASS)
     original = make_baseline()
     path = store.save(original)
     assert path == store.path_for(TEST_ID)
@@ -250,16 +253,17 @@ def test_non_object_document_is_rejected(tmp_path: Path) -> None:
 
 # ------------------------------------------------------------------ atomic writes
 def test_save_replaces_and_leaves_no_temporary_files(tmp_path: Path) -> None:
-    store = BaselineStore(tmp_path)
+    store = BaselineStore(tmp_path, CLASS)
     store.save(make_baseline(rps=1000.0))
     store.save(make_baseline(rps=2000.0))
-    assert [p.name for p in tmp_path.iterdir()] == [store.path_for(TEST_ID).name]
+    assert [p.name for p in tmp_path.iterdir()] == [CLASS]
+    assert [p.name for p in (tmp_path / CLASS).iterdir()] == [store.path_for(TEST_ID).name]
     loaded = store.load(TEST_ID)
     assert loaded is not None and loaded.values("candidate", "rps")[1] == 2000.0
 
 
 def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    store = BaselineStore(tmp_path)
+    store = BaselineStore(tmp_path, CLASS)
     path = store.save(make_baseline(rps=1000.0))
     before = path.read_bytes()
 
@@ -271,11 +275,11 @@ def test_failed_write_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.Mon
         store.save(make_baseline(rps=2000.0))
     monkeypatch.undo()
     assert path.read_bytes() == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
 
 
 def _writer(directory: str, worker: int, writes: int) -> None:
-    store = BaselineStore(Path(directory))
+    store = BaselineStore(Path(directory), CLASS)
     for i in range(writes):
         # Same test id from every worker, plus one id per worker.
         store.save(make_baseline(rps=1000.0 * (worker + 1) + i, rounds=4))
@@ -288,7 +292,7 @@ def test_concurrent_writers_never_leave_a_torn_file(tmp_path: Path) -> None:
     procs = [context.Process(target=_writer, args=(str(tmp_path), w, writes)) for w in range(workers)]
     for p in procs:
         p.start()
-    store = BaselineStore(tmp_path)
+    store = BaselineStore(tmp_path, CLASS)
     try:
         while any(p.is_alive() for p in procs):
             if store.path_for(TEST_ID).exists():
@@ -308,7 +312,7 @@ def test_concurrent_writers_never_leave_a_torn_file(tmp_path: Path) -> None:
     for w in range(workers):
         own = store.load(f"tests/t.py::test_w[{w}]")
         assert own is not None and own.values("candidate", "rps")[1] == float(writes)
-    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
+    assert not [p for p in (tmp_path / CLASS).iterdir() if p.name.startswith(".tmp-")]
     assert len(store.baseline_paths()) == workers + 1
 
 
@@ -326,7 +330,7 @@ def test_pending_results_are_separate_and_self_ignored(tmp_path: Path) -> None:
 
 
 def test_promote_named_and_all(tmp_path: Path) -> None:
-    store = BaselineStore(tmp_path)
+    store = BaselineStore(tmp_path, CLASS)
     store.save_pending(make_baseline(rps=1234.0))
     store.save_pending(make_baseline(test_id="tests/b.py::test_b", rps=99.0))
 

@@ -10,6 +10,7 @@ import pytest
 from netperf_rounds import make_round, make_rounds
 
 from pytest_netperf import __version__
+from pytest_netperf.baseline.machine import machine_class
 from pytest_netperf.baseline.store import Baseline, BaselineStore, SeriesRecord
 from pytest_netperf.cli.main import main
 
@@ -35,7 +36,7 @@ def baseline(test_id: str, rps: float = 10_000.0, median_ns: float = 500_000.0, 
 
 @pytest.fixture
 def store(tmp_path: Path) -> BaselineStore:
-    return BaselineStore(tmp_path / ".netperf")
+    return BaselineStore(tmp_path / ".netperf", machine_class(FINGERPRINT))
 
 
 def run(capsys: pytest.CaptureFixture[str], store: BaselineStore, *args: str) -> tuple[int, str, str]:
@@ -109,9 +110,10 @@ def test_show_lists_baselines_with_medians(store: BaselineStore, capsys: pytest.
     code, out, _ = run(capsys, store, "baseline", "show")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0].split()[:5] == ["test", "series", "created", "(UTC)", "commit"]
+    assert lines[0].split()[:7] == ["test", "machine", "class", "series", "created", "(UTC)", "commit"]
     gw_line = next(line for line in lines if GW in line)
-    assert "candidate" in gw_line and " 5 " in gw_line and "12,000 rps" in gw_line
+    assert machine_class(FINGERPRINT) in gw_line and "candidate" in gw_line
+    assert " 5 " in gw_line and "12,000 rps" in gw_line
     assert gw_line.endswith(" 0%")
     assert lines[-1].startswith("2 baseline(s) in")
 
@@ -180,7 +182,7 @@ def test_update_promotes_named_and_all(store: BaselineStore, capsys: pytest.Capt
     store.save_pending(baseline(GW))
     store.save_pending(baseline(MODES))
     code, out, _ = run(capsys, store, "baseline", "update", GW)
-    assert code == 0 and f"updated {store.path_for(GW)}" in out
+    assert code == 0 and f"updated {store.path_for(GW, machine_class(FINGERPRINT))}" in out
     assert store.load(GW) is not None and store.load(MODES) is None
     code, out, _ = run(capsys, store, "baseline", "update", "--all")
     assert code == 0 and "2 baseline(s) updated" in out

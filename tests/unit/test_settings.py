@@ -17,7 +17,7 @@ def test_defaults() -> None:
     assert (s.driver, s.inconclusive, s.fingerprint_mismatch) == (
         "rust",
         "fail",
-        "warn",
+        "new",
     )
     assert (s.rounds_min, s.rounds_max, s.round_duration_s, s.warmup_s) == (5, 15, 5.0, 1.0)
     assert s.confidence == 0.95 and s.locust_workers == 0
@@ -61,7 +61,7 @@ def test_none_means_default_and_ini_strings_are_converted() -> None:
         ({"inconclusive": "ignore"}, "inconclusive must be one of fail, warn, pass (got 'ignore')"),
         (
             {"fingerprint_mismatch": "pass"},
-            "fingerprint_mismatch must be one of warn, fail (got 'pass')",
+            "fingerprint_mismatch must be one of new, warn, fail (got 'pass')",
         ),
         ({"runtime": "docker"}, "unknown netperf setting 'runtime'"),
         ({"driver": "wrk"}, "driver must be one of rust, locust (got 'wrk')"),
