@@ -20,6 +20,8 @@ from pytest_netperf.runtime.resources import cpuset_text, default_split, parse_c
 DRIVERS = DRIVER_NAMES
 INCONCLUSIVE_POLICIES = ("fail", "warn", "pass")
 FINGERPRINT_POLICIES = ("new", "warn", "fail")
+#: Text settings kept as given (a git ref is case-sensitive).
+CASE_SENSITIVE_SETTINGS = ("base",)
 PATH_SETTINGS = ("baseline_dir", "json_path", "markdown_path", "report_dir")
 #: ``driver_cpus`` words besides an explicit cpuset.
 DRIVER_CPUS_AUTO = "auto"
@@ -39,6 +41,8 @@ SETTING_HELP: dict[str, str] = {
     "fingerprint_mismatch": "when this test's stored baseline is of another machine class only: new (not used, "
     "the budgets are NEW), warn (judge against it with a warning) or fail; default "
     f"{defaults.FINGERPRINT_MISMATCH}. Within the class, a changed kernel, version or image warns (fail: fails)",
+    "base": "the base revision of a pull request (a git ref such as origin/main): every Compose stack is "
+    "stood up from it too and measured beside the working tree's; budgets against 'base' judge the pairs",
     "machine_class": "the machine class whose baselines this run reads and writes (default: derived from the "
     "CPU model and core count, e.g. amd-epyc-7b13-2c); name your CI runner types here",
     "json_path": "write machine-readable results to PATH",
@@ -73,6 +77,7 @@ class Settings:
     inconclusive: str = defaults.INCONCLUSIVE
     fingerprint_mismatch: str = defaults.FINGERPRINT_MISMATCH
     machine_class: str = ""
+    base: str = ""
     json_path: Optional[Path] = None
     markdown_path: Optional[Path] = None
     report_dir: Optional[Path] = None
@@ -210,6 +215,8 @@ def _convert(key: str, value: Any) -> Any:
     try:
         if key in PATH_SETTINGS:
             return Path(value)
+        if key in CASE_SENSITIVE_SETTINGS:
+            return str(value).strip()
         if isinstance(default, bool):
             return _to_bool(value)
         if isinstance(default, int):

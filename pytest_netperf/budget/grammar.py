@@ -37,7 +37,9 @@ _BUDGET_RE = re.compile(
         (?P<rest>.*?)\s*$""",
     re.VERBOSE,
 )
-_QUALIFIER_RE = re.compile(r"(?:(?:vs|versus|of)?(?:the)?(?P<target>reference|ref|baseline)|per(?P<per>hop|depth))")
+_QUALIFIER_RE = re.compile(
+    r"(?:(?:vs|versus|of)?(?:the)?(?P<target>reference|ref|baseline|base)|per(?P<per>hop|depth))"
+)
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,7 @@ class Budget:
         words = {"<": "<", "<=": "≤", ">": ">", ">=": "≥", "==": "="}[self.op]
         limit = self.format_value(self.threshold)
         other = self.comparison
-        against = {"reference": "the same-run reference", "baseline": "the stored baseline"}
+        against = {"reference": "the same-run reference", "baseline": "the base revision or stored baseline"}
         if self.form == "loss":
             what = f"{self.metric} loss (1 - candidate/{other}) vs {against[other]}"
         elif self.form == "added":
@@ -287,12 +289,13 @@ def _parse_qualifiers(rest: str, source: str) -> tuple[Optional[str], bool]:
         if found is None:
             raise BudgetSyntaxError(
                 f"unexpected {rest.strip()!r} in budget {source!r}; expected nothing, "
-                "'reference', 'baseline', 'vs baseline' or 'per hop'"
+                "'reference', 'baseline', 'base', 'vs base' or 'per hop'"
             )
         if found.group("target"):
             if target is not None:
                 raise BudgetSyntaxError(f"budget {source!r} names what to compare with twice")
-            target = "baseline" if found.group("target") == "baseline" else "reference"
+            # "base": the base revision (--netperf-base), else the stored baseline
+            target = "baseline" if found.group("target") in ("baseline", "base") else "reference"
         else:
             if per_hop:
                 raise BudgetSyntaxError(f"budget {source!r} says 'per hop' twice")
@@ -374,7 +377,8 @@ def _check_ratio(source: str, metric: str, form: Form, kind: Family, target: Opt
         )
     if target is None:
         raise BudgetSyntaxError(
-            f"{source!r}: a ratio needs what it is relative to; expected '{metric} ... x reference' or '... x baseline'"
+            f"{source!r}: a ratio needs what it is relative to; "
+            f"expected '{metric} ... x reference', '... x base' or '... x baseline'"
         )
     return "ratio"
 

@@ -72,10 +72,16 @@ class Measurement:
     hops: Optional[int] = None
     verdicts: dict[str, stats.Verdict] = field(default_factory=dict)
     invalid_reason: Optional[str] = None
+    #: The candidate's twin at the base revision (``--netperf-base``), measured in the same
+    #: interleaved rounds; budgets against the baseline are judged on these pairs.
+    base: Optional[Series] = None
+    #: Why the candidate has no twin at the base revision (its stack is not there): the
+    #: budgets against the baseline are NEW with this note.
+    base_note: str = ""
 
     def series(self) -> list[Series]:
-        """Candidate first, then the reference when there is one."""
-        return [s for s in (self.candidate, self.reference) if s is not None]
+        """Candidate first, then the reference and the base twin when there are any."""
+        return [s for s in (self.candidate, self.reference, self.base) if s is not None]
 
 
 @dataclass
@@ -116,6 +122,8 @@ class GateSettings:
         return SequentialPlan(self.rounds_min, self.rounds_max, self.round_batch)
 
 
+#: The label of the base revision's twin series (``--netperf-base``) and of what its budgets were judged against.
+BASE_LABEL = "base"
 #: Why a budget against the stored baseline is NEW when there is no baseline at all.
 MISSING_BASELINE_NOTE = "no stored baseline: recorded as NEW (update with --netperf-update-baseline)"
 #: The fact the gate adds when the driver runs on some cores only.
@@ -201,6 +209,7 @@ class Gate:
         shape = self._shape(shape_args)
         cand = self._series("candidate", target, shape, driver)
         m = self._new_measurement(key, cand, None, hops)
+        self._attach_base(m, target, shape, driver)
         self._run_rounds(m, rounds)
         return m
 
@@ -223,6 +232,7 @@ class Gate:
         cand = self._series("candidate", candidate, shape, driver)
         ref = self._series("reference", reference, shape, driver)
         m = self._new_measurement(key, cand, ref, hops)
+        self._attach_base(m, candidate, shape, driver)
         self._run_rounds(m, rounds)
         return m
 
@@ -312,6 +322,17 @@ class Gate:
             facts=series_facts(target, drv),
         )
 
+    def _attach_base(self, m: Measurement, target: TargetLike, shape: LoadShape, driver: Optional[str]) -> None:
+        """The candidate's twin at the base revision (a target's ``base``), when a budget
+        compares with the baseline; or the note saying why there is none (``base_note``)."""
+        if isinstance(target, str) or not any(b.comparison == "baseline" for b in self.budgets):
+            return
+        twin = getattr(target, "base", None)
+        if twin is not None:
+            m.base = self._series(BASE_LABEL, twin, shape, driver)
+        else:
+            m.base_note = str(getattr(target, "base_note", "") or "")
+
     def _new_measurement(
         self, key: Optional[str], cand: Series, ref: Optional[Series], hops: Optional[int]
     ) -> Measurement:
@@ -350,7 +371,8 @@ class Gate:
     def _data_problem(self, m: Measurement, b: Budget) -> Optional[str]:
         """Why budget ``b`` has no data to be judged on in ``m`` (too few samples), or None."""
         for series in m.series():
-            if series is m.candidate or b.comparison == "reference":
+            needed = {"reference": m.reference, "baseline": m.base}.get(b.comparison)
+            if series is m.candidate or series is needed:
                 problem = samples_problem(series.rounds, b.metric)
                 if problem:
                     return f"{series.label}: {problem}"
@@ -422,8 +444,11 @@ class Gate:
         cand = m.candidate.values(b.metric)
         ref = m.reference.values(b.metric) if (m.reference is not None and b.comparison == "reference") else None
         base = None
-        if b.comparison == "baseline" and self._baseline_lookup is not None:
-            base = self._baseline_lookup(m.key, "candidate", b.metric)
+        if b.comparison == "baseline":
+            if m.base is not None:
+                base = m.base.values(b.metric)
+            elif self._baseline_lookup is not None and not m.base_note:
+                base = self._baseline_lookup(m.key, "candidate", b.metric)
         return {"candidate": cand, "reference": ref, "baseline": base}
 
     def _verdicts(self, m: Measurement, look: int, looks: int) -> dict[str, stats.Verdict]:
@@ -436,11 +461,13 @@ class Gate:
                 continue  # NEW: decided in finish()
             candidate = vals["candidate"]
             assert candidate is not None
+            paired_base = b.comparison == "baseline" and m.base is not None
             out[b.text] = stats.evaluate(
-                b,
+                # the base twin ran in the same interleaved rounds: judged on the pairs
+                replace(b, comparison="reference") if paired_base else b,
                 candidate,
-                reference=vals["reference"],
-                baseline=vals["baseline"],
+                reference=vals["baseline"] if paired_base else vals["reference"],
+                baseline=None if paired_base else vals["baseline"],
                 confidence=self.settings.confidence,
                 looks=looks,
                 look_index=look,
@@ -472,8 +499,11 @@ class Gate:
         error_note = self._error_note(m)
         ref_label = "reference" if m.reference is not None else ""
         for b in self._applicable(m):
+            baseline_label = BASE_LABEL if m.base is not None else "baseline"
             label = (
-                "baseline" if b.comparison == "baseline" else (ref_label if b.comparison == "reference" else "absolute")
+                baseline_label
+                if b.comparison == "baseline"
+                else (ref_label if b.comparison == "reference" else "absolute")
             )
             v = m.verdicts.get(b.text)
             no_data = self._data_problem(m, b)
@@ -488,7 +518,7 @@ class Gate:
                         b,
                         Status.NEW,
                         None,
-                        [self._missing_baseline_note],
+                        [m.base_note or self._missing_baseline_note],
                         label,
                     )
                 )

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Optional, Protocol
 
 import pytest
 
 from pytest_netperf.errors import ComposeUnavailable
+from pytest_netperf.plugin.base_fixtures import BaseRevision
 from pytest_netperf.runtime.compose.session import ComposeStacks
 from pytest_netperf.runtime.compose.stack import ComposeStack
 from pytest_netperf.runtime.docker import DockerRuntime
@@ -34,7 +35,10 @@ class ComposeFactory(Protocol):
 
 @pytest.fixture(scope="session")
 def netperf_compose(
-    request: pytest.FixtureRequest, netperf_docker: DockerRuntime, netperf_image_overrides: Mapping[str, str]
+    request: pytest.FixtureRequest,
+    netperf_docker: DockerRuntime,
+    netperf_image_overrides: Mapping[str, str],
+    netperf_base: Optional[BaseRevision],
 ) -> Iterator[ComposeFactory]:
     """A factory ``netperf_compose(path, services=None, env=None, project_dir=None, resources=None)``
     that stands a Compose project up as the team wrote it and returns the running
@@ -43,7 +47,9 @@ def netperf_compose(
     Paths are relative to the rootdir; ``env`` feeds Compose's variable substitution;
     ``resources`` maps a service to ``Resources`` or a dict (cpus, cpuset, memory). The same
     arguments give the same stack within the session; every stack goes down at session end.
-    Skips with the reason when no Compose implementation is installed.
+    Skips with the reason when no Compose implementation is installed. Under
+    ``--netperf-base REF`` each stack also comes up from REF's files, and its endpoints carry
+    that twin (budgets against ``base`` judge the pairs).
     """
 
     def started(name: str, seconds: float) -> None:
@@ -56,6 +62,7 @@ def netperf_compose(
         image_overrides=netperf_image_overrides,
         driver_image=netperf_docker.images.get("echo"),
         on_started=started,
+        base=netperf_base,
     )
 
     def factory(

@@ -24,7 +24,7 @@ from pytest_netperf.drivers import make_driver
 from pytest_netperf.drivers.rust import LocalRunner
 from pytest_netperf.errors import BaselineError, BudgetSyntaxError, InvalidMeasurement, MarkerError, NetperfError
 from pytest_netperf.measure.gate import MISSING_BASELINE_NOTE, BudgetOutcome, DriverFactory, Gate, series_name
-from pytest_netperf.plugin import compose_fixtures, docker_fixtures
+from pytest_netperf.plugin import base_fixtures, compose_fixtures, docker_fixtures
 from pytest_netperf.plugin.markers import MARKER, MARKER_HELP, MarkerOptions, marker_budgets, marker_options
 from pytest_netperf.plugin.options import add_options, image_overrides, settings_from_config
 from pytest_netperf.report.rows import invalid_rows, measurement_summary, row_for_outcome
@@ -89,6 +89,8 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(docker_fixtures, "netperf-docker-fixtures")
     if not config.pluginmanager.is_registered(compose_fixtures):
         config.pluginmanager.register(compose_fixtures, "netperf-compose-fixtures")
+    if not config.pluginmanager.is_registered(base_fixtures):
+        config.pluginmanager.register(base_fixtures, "netperf-base-fixtures")
 
 
 def get_plugin(config: pytest.Config) -> NetperfPlugin:

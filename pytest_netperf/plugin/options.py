@@ -49,6 +49,7 @@ OPTIONS = (
     Option("inconclusive", "inconclusive", "netperf_inconclusive"),
     Option("fingerprint-mismatch", "fingerprint_mismatch", "netperf_fingerprint_mismatch"),
     Option("machine-class", "machine_class", "netperf_machine_class"),
+    Option("base", "base", "netperf_base"),
     Option("json", "json_path", "netperf_json"),
     Option("markdown", "markdown_path", "netperf_markdown"),
     Option("report-dir", "report_dir", "netperf_report_dir"),

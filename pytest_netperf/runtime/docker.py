@@ -204,6 +204,10 @@ class Endpoint:
     #: facts the report prints with each row, e.g. ``{"images": "edge=pytest-netperf/nginx:local
     #: (for nginx:1.27)", "resources": "edge cpus 1"}``
     facts: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+    #: the same target at the base revision (``--netperf-base``), measured beside this one
+    base: Endpoint | None = field(default=None, hash=False, compare=False, repr=False)
+    #: why there is no ``base`` twin under ``--netperf-base`` (the stack is not at the base revision)
+    base_note: str = field(default="", hash=False, compare=False)
 
     def guard(self) -> str | None:
         """None while ``url`` still reaches this session's running topology, else the reason.

@@ -19,6 +19,7 @@ import pytest
 from hdrh.histogram import HdrHistogram
 
 from pytest_netperf.baseline.fingerprint import machine_fingerprint
+from pytest_netperf.baseline.machine import resolve_class
 from pytest_netperf.baseline.store import Baseline, BaselineStore, SeriesRecord
 from pytest_netperf.cli.main import main
 from pytest_netperf.measure.results import RoundResult
@@ -100,7 +101,7 @@ def rounds(driver: Path, echo_url: str) -> list[RoundResult]:
 
 
 def test_real_rounds_survive_a_baseline_round_trip(rounds: list[RoundResult], tmp_path: Path) -> None:
-    store = BaselineStore(tmp_path / ".netperf")
+    store = BaselineStore(tmp_path / ".netperf", resolve_class(None))  # this machine's class
     series = {"candidate": SeriesRecord(rounds, "200 rps open 0.4s (+0.1s warmup)", "rust", "host")}
     store.save_pending(Baseline.new(TEST_ID, series, machine_fingerprint({"echo": "sha256:local"})))
     assert store.promote_pending([TEST_ID]) == [store.path_for(TEST_ID)]

@@ -1,14 +1,22 @@
-"""One session's Compose stacks: the same arguments give the same running stack."""
+"""One session's Compose stacks: the same arguments give the same running stack.
+
+Under ``--netperf-base`` each stack is stood up twice: the head from the working tree and
+its twin from the base revision's files (its own project, network and built images), and
+the head's endpoints carry the twin's (:attr:`Endpoint.base`).
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from docker import DockerClient
 
+from pytest_netperf.errors import ComposeError
+from pytest_netperf.revision import BaseCheckout, changed_files, stack_inputs
 from pytest_netperf.runtime.compose.cli import ComposeCli, find_compose
 from pytest_netperf.runtime.compose.stack import ComposeLauncher, ComposeStack, StackSpec
 
@@ -32,6 +40,7 @@ class ComposeStacks:
         driver_image: str | None = None,
         find: Callable[[], ComposeCli] = find_compose,
         on_started: Callable[[str, float], None] | None = None,
+        base: Callable[[], BaseCheckout] | None = None,
     ) -> None:
         self.client = client
         self.session_id = session_id
@@ -41,7 +50,8 @@ class ComposeStacks:
         self._find = find
         self._on_started = on_started
         self._launcher: ComposeLauncher | None = None
-        self._stacks: dict[StackSpec, ComposeStack] = {}
+        self._stacks: dict[tuple[str, StackSpec], ComposeStack] = {}
+        self._base = base
 
     @property
     def launcher(self) -> ComposeLauncher:
@@ -66,14 +76,45 @@ class ComposeStacks:
         resources: Mapping[str, Any] | None = None,
     ) -> ComposeStack:
         spec = StackSpec.build(path, services, env, project_dir, resources, root=self.root)
-        stack = self._stacks.get(spec)
+        stack = self._stacks.get(("head", spec))
         if stack is not None:
             return stack
         stack = self.launcher.up(spec)
-        self._stacks[spec] = stack
+        self._stacks[("head", spec)] = stack
         if self._on_started is not None:
             self._on_started(f"compose:{spec.stem}", stack.startup_s)
+        if self._base is not None:
+            self._pair_with_base(stack, spec, self._base())
         return stack
+
+    def _pair_with_base(self, stack: ComposeStack, spec: StackSpec, checkout: BaseCheckout) -> None:
+        """Stand up ``spec``'s twin from the base revision's files and attach it to ``stack``;
+        a Compose file that is not at the base revision leaves a note instead (NEW budgets)."""
+        shown = spec.file.relative_to(checkout.root) if spec.file.is_relative_to(checkout.root) else spec.file
+        if not checkout.exists(spec.file):
+            stack.base_note = (
+                f"{shown} does not exist at the base revision {checkout.ref} ({checkout.short}): "
+                "nothing to compare with, recorded as NEW"
+            )
+            return
+        twin = replace(
+            spec,
+            file=checkout.map_path(spec.file),
+            project_dir=None if spec.project_dir is None else checkout.map_path(spec.project_dir),
+        )
+        try:
+            base = self.launcher.up(twin, side="base")
+        except ComposeError as exc:
+            raise type(exc)(
+                f"the base revision's stack ({checkout.ref}, {checkout.short}) did not come up: {exc}"
+            ) from exc
+        self._stacks[("base", spec)] = base
+        if self._on_started is not None:
+            self._on_started(f"compose:{spec.stem}@base", base.startup_s)
+        inputs = stack_inputs(spec.file, stack.config, checkout.root)
+        changes = changed_files(checkout.root, checkout.commit, inputs)
+        described = "; ".join(change.describe() for change in changes)
+        stack.attach_base(base, f"{checkout.ref} ({checkout.short}): {described or 'unchanged (A/A control)'}")
 
     @property
     def stacks(self) -> list[ComposeStack]:

@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -147,12 +147,14 @@ class ComposeLauncher:
         self.split = split if split is not None else default_split()
         self._serial = 0
 
-    def project_name(self, spec: StackSpec) -> str:
-        """A new project name for ``spec`` (``project.project_name``)."""
+    def project_name(self, spec: StackSpec, side: str = "") -> str:
+        """A new project name for ``spec`` (``project.project_name``); ``side`` (``base``) is
+        added to the stem of a base revision's twin."""
         self._serial += 1
-        return P.project_name(self.session_id, self.worker, spec.stem, self._serial)
+        stem = f"{spec.stem}-{side}" if side else spec.stem
+        return P.project_name(self.session_id, self.worker, stem, self._serial)
 
-    def up(self, spec: StackSpec) -> ComposeStack:
+    def up(self, spec: StackSpec, side: str = "") -> ComposeStack:
         """Stand ``spec`` up and return it running; on any failure nothing of it remains."""
         started = time.monotonic()
         if not spec.file.is_file():
@@ -160,7 +162,7 @@ class ComposeLauncher:
             raise ComposeFileError(f"Compose file {spec.file} {what}")
         if spec.project_dir is not None and not spec.project_dir.is_dir():
             raise ComposeFileError(f"project_dir {spec.project_dir} (for {spec.file}) is not a directory")
-        name = self.project_name(spec)
+        name = self.project_name(spec, side)
         project = _Project(self.cli, spec.file, None, name, spec.project_dir, dict(spec.env))
         timings: dict[str, float] = {}
         config = self._read_config(project, timings)
@@ -265,6 +267,12 @@ class ComposeStack:
         self.startup_s = 0.0
         #: seconds per phase: config, build (override + build), up, ready, down
         self.timings: dict[str, float] = {}
+        #: the same stack at the base revision (``--netperf-base``), see :meth:`attach_base`
+        self.base: ComposeStack | None = None
+        #: why there is no base twin under ``--netperf-base`` (the file is not at the base revision)
+        self.base_note = ""
+        #: ``vs base`` fact: the stack's input files that differ from the base revision
+        self.base_changes = ""
 
     # ----------------------------------------------------------------- public
 
@@ -325,6 +333,27 @@ class ComposeStack:
             root_container_id=str(root.id),
             names=tuple(dict.fromkeys((service, *aliases))),
         )
+        if self.base is not None:
+            twin = self.base.endpoint(service, port, path, host, via_dns)
+            return replace(
+                self._endpoint(service, port, path, host, via_dns, guard, address, network),
+                base=twin,
+                facts={**self.facts(), "vs base": self.base_changes},
+            )
+        endpoint = self._endpoint(service, port, path, host, via_dns, guard, address, network)
+        return replace(endpoint, base_note=self.base_note) if self.base_note else endpoint
+
+    def _endpoint(
+        self,
+        service: str,
+        port: int,
+        path: str,
+        host: str | None,
+        via_dns: bool,
+        guard: TopologyGuard,
+        address: str,
+        network: str,
+    ) -> Endpoint:
         images, facts = self._image_ids(), self.facts()
         if via_dns:
             if self._driver_image is None:
@@ -336,6 +365,11 @@ class ComposeStack:
             url = f"http://{service}:{port}{path}"
             return Endpoint(url, runner, runner.where, host, images, guard, facts)
         return Endpoint(f"http://{address}:{port}{path}", None, "host", host, images, guard, facts)
+
+    def attach_base(self, base: ComposeStack, changes: str) -> None:
+        """Pair this (head) stack with its twin at the base revision; ``changes`` describes the
+        input files that differ (``unchanged`` when none do)."""
+        self.base, self.base_changes = base, changes
 
     def facts(self) -> dict[str, str]:
         """What the report prints per row: the image each service ran and its resource limits."""

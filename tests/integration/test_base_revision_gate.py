@@ -1,0 +1,129 @@
+"""Pull-request gates end to end: a small git repository holding a team's Compose stack (nginx in
+front of the echo app), its base committed on ``main``, and the working tree changed as a pull
+request would change it. ``--netperf-base main`` stands the stack up twice (head from the
+working tree, base from main's files) and judges ``rps >= 0.7x base`` on interleaved pairs.
+
+Real containers through Compose; each run is 3 to 10 rounds of 1 s per side.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from pytest_netperf.errors import ComposeUnavailable, NetperfError
+from pytest_netperf.images.resolve import LOCAL_IMAGES
+from pytest_netperf.runtime.client import docker_client
+from pytest_netperf.runtime.compose.cli import find_compose
+
+pytestmark = pytest.mark.docker
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "team_gateway"
+GATE = """
+import pytest
+
+
+@pytest.mark.netperf("rps >= 0.7x base", "errors == 0")
+def test_edge_against_base(netperf, netperf_compose):
+    stack = netperf_compose("team_gateway/docker-compose.yml")
+    netperf.measure(stack.endpoint("edge", path="/api/orders", host="api.example.com"), connections=32)
+"""
+INI = """
+[pytest]
+netperf_images =
+    nginx:1.27=pytest-netperf/nginx:local
+"""
+RUN = [
+    "-m",
+    "netperf",
+    "--netperf-base=main",
+    "--netperf-rounds=3",
+    "--netperf-max-rounds=10",
+    "--netperf-duration=1",
+    "--netperf-warmup=0.5",
+    "--netperf-json=results.json",
+    "-p",
+    "no:cacheprovider",
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def needs_docker_compose_and_images() -> None:
+    try:
+        client = docker_client()
+        find_compose()
+    except (ComposeUnavailable, NetperfError) as exc:
+        pytest.skip(str(exc))
+    missing = [tag for tag in (LOCAL_IMAGES["echo"], LOCAL_IMAGES["nginx"]) if not client.images.list(name=tag)]
+    if missing:
+        pytest.skip(f"local images missing: {', '.join(missing)}; build them with `netperf images build`")
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.email=ci@example.com", "-c", "user.name=CI", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def team_repo(pytester: pytest.Pytester) -> Path:
+    """The base on ``main``: the example's Compose file and nginx config plus the gate; returns the config."""
+    shutil.copytree(EXAMPLE, pytester.path / "team_gateway", ignore=shutil.ignore_patterns("test_*.py"))
+    (pytester.path / "pytest.ini").write_text(INI)
+    (pytester.path / "test_gate.py").write_text(GATE)
+    (pytester.path / ".gitignore").write_text(".netperf/\nresults.json\n__pycache__/\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    return pytester.path / "team_gateway" / "nginx" / "edge.conf"
+
+
+def rows(pytester: pytest.Pytester) -> dict[str, dict]:
+    results = json.loads((pytester.path / "results.json").read_text())
+    return {row["budget"]: row for row in results["rows"]}
+
+
+def test_a_comment_passes_and_dropping_keepalive_fails_against_the_base(pytester: pytest.Pytester) -> None:
+    config = team_repo(pytester)
+    config.write_text(config.read_text() + "\n# tuned by the pull request: nothing but this comment\n")
+    commented = pytester.runpytest_subprocess(*RUN)
+    assert commented.ret == 0, commented.stdout.str()
+    row = rows(pytester)["rps >= 0.7x base"]
+    assert (row["verdict"], row["reference"]) == ("PASS", "base")
+    assert "nginx/edge.conf +2 -0" in row["facts"]["candidate"]["vs base"]
+    commented.stdout.fnmatch_lines(
+        ['netperf: base revision main (* "base"); head: the working tree with * uncommitted change(s)']
+    )
+
+    text = config.read_text()
+    assert "keepalive 32;" in text
+    config.write_text(text.replace("keepalive 32;", "# upstream keep-alive pool dropped"))
+    dropped = pytester.runpytest_subprocess(*RUN)
+    assert dropped.ret == 1, dropped.stdout.str()
+    row = rows(pytester)["rps >= 0.7x base"]
+    assert (row["verdict"], row["reference"]) == ("FAIL", "base")
+    dropped.stdout.fnmatch_lines(["*FAIL: 'rps >= 0.7x base': 0.*x*"])
+
+
+def test_a_stack_that_is_not_at_the_base_is_new_and_an_unknown_ref_is_named(pytester: pytest.Pytester) -> None:
+    team_repo(pytester)
+    git(pytester.path, "mv", "team_gateway", "edge_stack")
+    git(pytester.path, "commit", "-q", "-m", "rename")
+    git(pytester.path, "mv", "edge_stack", "team_gateway")  # the working tree has it where the test looks
+    new = pytester.runpytest_subprocess(*[arg.replace("=main", "=HEAD") for arg in RUN])
+    assert new.ret == 0, new.stdout.str()
+    row = rows(pytester)["rps >= 0.7x base"]
+    assert row["verdict"] == "NEW"
+    assert any("does not exist at the base revision HEAD" in note for note in row["notes"])
+
+    unknown = pytester.runpytest_subprocess(*[arg.replace("=main", "=origin/nope") for arg in RUN])
+    assert unknown.ret != 0
+    unknown.stdout.fnmatch_lines(["*origin/nope*git fetch origin nope*"])

@@ -1,0 +1,105 @@
+"""The gate with a base revision's twin (``--netperf-base``): budgets against ``base`` are judged
+on the interleaved pairs of head and base rounds, a target without a twin at the base revision
+is NEW with the reason, and a plain target falls back to the stored baseline.
+
+Synthetic rounds from a driver that answers per URL (known throughput per side, 1% jitter).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import pytest
+from netperf_rounds import make_round
+
+from pytest_netperf.budget.grammar import parse_budget
+from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.measure.gate import Gate, GateSettings
+from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.verdict.status import Status
+
+HEAD, BASE, APP = "http://10.0.0.2/", "http://10.0.1.2/", "http://10.0.0.3/"
+
+
+@dataclass(frozen=True)
+class Target:
+    """An endpoint as the Compose stack hands it out (only what the gate reads)."""
+
+    url: str
+    base: Optional[Target] = None
+    base_note: str = ""
+    facts: dict[str, str] = field(default_factory=dict, hash=False)
+
+
+class SyntheticDriver:
+    """Answers each URL with its own throughput; records the order of the rounds."""
+
+    name = "rust"
+
+    def __init__(self, rps: dict[str, float], order: list[str]) -> None:
+        self.rps, self.order = rps, order
+        self.jitter = itertools.cycle((0.99, 1.0, 1.01, 1.0))
+
+    def run(self, url: str, shape: LoadShape) -> RoundResult:
+        self.order.append(url)
+        return make_round(rps=self.rps[url] * next(self.jitter), url=url)
+
+
+def gate(budgets: list[str], rps: dict[str, float], order: list[str], lookup: Any = None) -> Gate:
+    driver = SyntheticDriver(rps, order)
+    return Gate(
+        "t.py::test",
+        [parse_budget(text) for text in budgets],
+        GateSettings(rounds_min=4, rounds_max=8, duration_s=0.1, warmup_s=0.0),
+        driver_factory=lambda name, runner: driver,
+        baseline_lookup=lookup,
+    )
+
+
+def test_a_head_as_fast_as_its_base_passes_on_interleaved_pairs() -> None:
+    order: list[str] = []
+    g = gate(["rps >= 0.9x base"], {HEAD: 10_000.0, BASE: 10_000.0}, order)
+    g.measure(Target(HEAD, base=Target(BASE)), connections=8)
+    (outcome,) = g.finish()
+    assert (outcome.status, outcome.reference_label) == (Status.PASS, "base")
+    assert "paired" in outcome.verdict.method
+    assert order.count(HEAD) == order.count(BASE) >= 4
+    assert {tuple(order[i : i + 2]) for i in range(0, len(order), 2)} == {(HEAD, BASE), (BASE, HEAD)}
+
+
+def test_a_head_at_half_its_base_fails_with_the_ratio() -> None:
+    g = gate(["rps >= 0.9x base", "errors == 0"], {HEAD: 5_000.0, BASE: 10_000.0}, [])
+    g.measure(Target(HEAD, base=Target(BASE)), connections=8)
+    outcomes = {o.budget.text: o for o in g.finish()}
+    failed = outcomes["rps >= 0.9x base"]
+    assert failed.status is Status.FAIL and failed.verdict.estimate == pytest.approx(0.5, rel=0.05)
+    assert outcomes["errors == 0"].status is Status.PASS  # absolute budgets judge the head alone
+    assert "0.5" in Gate.failure_message(list(outcomes.values()), "fail")
+
+
+def test_compare_measures_candidate_reference_and_base_twin() -> None:
+    order: list[str] = []
+    g = gate(["rps_loss <= 60%", "rps >= 0.9x base"], {HEAD: 4_000.0, BASE: 4_000.0, APP: 10_000.0}, order)
+    g.compare(Target(HEAD, base=Target(BASE)), reference=Target(APP), connections=8)
+    outcomes = {o.budget.text: o for o in g.finish()}
+    assert outcomes["rps_loss <= 60%"].reference_label == "reference"
+    assert outcomes["rps >= 0.9x base"].status is Status.PASS
+    assert set(order) == {HEAD, BASE, APP}
+
+
+def test_a_stack_missing_at_the_base_is_new_with_its_reason_even_with_a_stored_baseline() -> None:
+    g = gate(["rps >= 0.9x base"], {HEAD: 10_000.0}, [], lookup=lambda key, label, metric: [1.0, 1.0, 1.0])
+    g.measure(Target(HEAD, base_note="infra/compose.yml does not exist at the base revision main"), connections=8)
+    (outcome,) = g.finish()
+    assert outcome.status is Status.NEW
+    assert outcome.notes == ["infra/compose.yml does not exist at the base revision main"]
+
+
+def test_a_target_without_a_twin_is_judged_against_the_stored_baseline() -> None:
+    g = gate(["rps >= 0.9x base"], {HEAD: 5_000.0}, [], lookup=lambda key, label, metric: [10_000.0] * 4)
+    g.measure(HEAD, connections=8)
+    (outcome,) = g.finish()
+    assert (outcome.status, outcome.reference_label) == (Status.FAIL, "baseline")
+    assert "paired" not in outcome.verdict.method
