@@ -66,3 +66,8 @@ class ComposeUsageError(ComposeError):
 
 class RevisionError(NetperfError):
     """A base revision (``--netperf-base``) cannot be resolved, materialised or compared; says what to fetch."""
+
+
+class StackUnchanged(NetperfError):
+    """Under ``--netperf-base-skip-unchanged``: a stack's inputs are the same at the base
+    revision, so there is nothing to compare; the test is skipped with this reason."""

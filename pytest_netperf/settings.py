@@ -43,6 +43,8 @@ SETTING_HELP: dict[str, str] = {
     f"{defaults.FINGERPRINT_MISMATCH}. Within the class, a changed kernel, version or image warns (fail: fails)",
     "base": "the base revision of a pull request (a git ref such as origin/main): every Compose stack is "
     "stood up from it too and measured beside the working tree's; budgets against 'base' judge the pairs",
+    "base_skip_unchanged": "with --netperf-base: skip a test whose Compose stack and the files it uses are the "
+    "same at the base revision (saves CI minutes; by default such a test runs as the run's A/A control)",
     "machine_class": "the machine class whose baselines this run reads and writes (default: derived from the "
     "CPU model and core count, e.g. amd-epyc-7b13-2c); name your CI runner types here",
     "json_path": "write machine-readable results to PATH",
@@ -78,6 +80,7 @@ class Settings:
     fingerprint_mismatch: str = defaults.FINGERPRINT_MISMATCH
     machine_class: str = ""
     base: str = ""
+    base_skip_unchanged: bool = False
     json_path: Optional[Path] = None
     markdown_path: Optional[Path] = None
     report_dir: Optional[Path] = None

@@ -10,7 +10,8 @@ The budgets are set from what the stack does on a 2-core machine where the drive
 and the application share both cores (the README's "Gate your own configs" section has
 the figures). They still catch what a config change typically breaks: drop the upstream
 ``keepalive`` pool from nginx/edge.conf and the edge opens a TCP connection to the app for
-every request; its throughput collapses and ``test_edge_throughput`` fails.
+every request; its throughput collapses and ``test_edge_throughput`` fails, against the
+application and, with ``--netperf-base``, against the base revision.
 """
 
 import pytest
@@ -24,10 +25,13 @@ def stack(netperf_compose):
     return netperf_compose(COMPOSE_FILE)
 
 
-@pytest.mark.netperf("rps_loss <= 85%", "errors == 0", "sockets <= 64")
+@pytest.mark.netperf("rps_loss <= 85%", "rps >= 0.8x base", "errors == 0", "sockets <= 64")
 def test_edge_throughput(netperf, stack):
     """Closed loop, 64 connections: what the edge costs in requests per second, no errors,
-    and client keep-alive intact (one socket per connection)."""
+    and client keep-alive intact (one socket per connection). On a pull request
+    (``--netperf-base origin/main``) the edge also keeps 80% of the base revision's
+    throughput, measured beside it; without a base that budget uses the stored baseline
+    of this machine class, NEW until one is recorded."""
     netperf.compare(
         stack.endpoint("edge", port=80, path="/api/orders", host="api.example.com"),
         reference=stack.endpoint("app", port=8080, path="/api/orders"),

@@ -13,11 +13,15 @@ from typing import Any, Optional, Protocol
 
 import pytest
 
-from pytest_netperf.errors import ComposeUnavailable
+from pytest_netperf.errors import ComposeUnavailable, StackUnchanged
 from pytest_netperf.plugin.base_fixtures import BaseRevision
 from pytest_netperf.runtime.compose.session import ComposeStacks
 from pytest_netperf.runtime.compose.stack import ComposeStack
 from pytest_netperf.runtime.docker import DockerRuntime
+
+
+class UnchangedSkip(pytest.skip.Exception):  # type: ignore[name-defined]
+    """A skip asked for (``--netperf-base-skip-unchanged``), not a missing part: strict mode keeps it a skip."""
 
 
 class ComposeFactory(Protocol):
@@ -52,6 +56,8 @@ def netperf_compose(
     that twin (budgets against ``base`` judge the pairs).
     """
 
+    from pytest_netperf.plugin.hooks import get_plugin
+
     def started(name: str, seconds: float) -> None:
         netperf_docker.startup_times[name] = seconds
 
@@ -63,6 +69,7 @@ def netperf_compose(
         driver_image=netperf_docker.images.get("echo"),
         on_started=started,
         base=netperf_base,
+        skip_unchanged=get_plugin(request.config).settings.base_skip_unchanged,
     )
 
     def factory(
@@ -76,6 +83,8 @@ def netperf_compose(
             return stacks(path, services, env, project_dir, resources)
         except ComposeUnavailable as exc:
             pytest.skip(str(exc))
+        except StackUnchanged as exc:
+            raise UnchangedSkip(str(exc)) from None
 
     try:
         yield factory

@@ -27,6 +27,7 @@ from pytest_netperf.measure.gate import MISSING_BASELINE_NOTE, BudgetOutcome, Dr
 from pytest_netperf.plugin import base_fixtures, compose_fixtures, docker_fixtures
 from pytest_netperf.plugin.markers import MARKER, MARKER_HELP, MarkerOptions, marker_budgets, marker_options
 from pytest_netperf.plugin.options import add_options, image_overrides, settings_from_config
+from pytest_netperf.report.aa_control import noise_floor_note
 from pytest_netperf.report.rows import invalid_rows, measurement_summary, row_for_outcome
 from pytest_netperf.report.session_report import SessionReport
 from pytest_netperf.settings import Settings, resolve_driver_cpus
@@ -388,6 +389,9 @@ class NetperfPlugin:
         if not self.report.rows and not self.report.notes:
             return
         self.report.session_holm()
+        floor = noise_floor_note(self.report.rows)
+        if floor and floor not in self.report.notes:
+            self.report.notes.append(floor)
         terminalreporter.section("netperf")
         if self.report.rows:
             verbose = self.config.getoption("verbose") > 0
@@ -420,6 +424,8 @@ def _netperf_skip_reason(call: pytest.CallInfo[None]) -> Optional[str]:
     excinfo = call.excinfo
     if excinfo is None or not isinstance(excinfo.value, pytest.skip.Exception):
         return None
+    if isinstance(excinfo.value, compose_fixtures.UnchangedSkip):
+        return None  # asked for by --netperf-base-skip-unchanged
     frames: list[types.FrameType] = []
     tb: Optional[types.TracebackType] = excinfo.tb
     while tb is not None:

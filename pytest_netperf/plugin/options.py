@@ -50,6 +50,7 @@ OPTIONS = (
     Option("fingerprint-mismatch", "fingerprint_mismatch", "netperf_fingerprint_mismatch"),
     Option("machine-class", "machine_class", "netperf_machine_class"),
     Option("base", "base", "netperf_base"),
+    Option("base-skip-unchanged", "base_skip_unchanged", "netperf_base_skip_unchanged", flag=True),
     Option("json", "json_path", "netperf_json"),
     Option("markdown", "markdown_path", "netperf_markdown"),
     Option("report-dir", "report_dir", "netperf_report_dir"),

@@ -22,6 +22,12 @@ BINARY_PROBE = 8000
 _STATUS: dict[str, Status] = {"A": "added", "D": "removed"}
 
 
+#: The report fact naming a stack's input files that differ from the base revision.
+CHANGES_FACT = "vs base"
+#: What that fact says of a stack whose inputs are the same at the base: the run's A/A control.
+UNCHANGED = "unchanged (A/A control)"
+
+
 @dataclass(frozen=True)
 class FileChange:
     """One repository-relative file that differs; line counts are None for a binary file."""

@@ -127,3 +127,16 @@ def test_a_stack_that_is_not_at_the_base_is_new_and_an_unknown_ref_is_named(pyte
     unknown = pytester.runpytest_subprocess(*[arg.replace("=main", "=origin/nope") for arg in RUN])
     assert unknown.ret != 0
     unknown.stdout.fnmatch_lines(["*origin/nope*git fetch origin nope*"])
+
+
+def test_skip_unchanged_skips_without_standing_anything_up_even_when_strict(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    team_repo(pytester)
+    (pytester.path / "README.md").write_text("a change elsewhere in the repository\n")
+    monkeypatch.setenv("CI", "true")  # strict: a missing part would fail; this skip is asked for
+    result = pytester.runpytest_subprocess(*RUN, "--netperf-base-skip-unchanged", "-rs")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*team_gateway/docker-compose.yml and the files it uses are the same at the base*"])
+    assert "netperf docker topology startup" not in result.stdout.str()

@@ -75,7 +75,7 @@ def test_none_means_default_and_ini_strings_are_converted() -> None:
             {"update_baseline": "maybe"},
             "invalid value 'maybe' for netperf setting update_baseline: expected true/false",
         ),
-        ({"round_secs": 3}, "unknown netperf setting 'round_secs'; known: base, baseline_dir, calibrate"),
+        ({"round_secs": 3}, "unknown netperf setting 'round_secs'; known: base, base_skip_unchanged, baseline_dir"),
     ],
 )
 def test_invalid_values_are_explained(values: dict, message: str) -> None:

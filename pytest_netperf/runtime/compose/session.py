@@ -15,8 +15,9 @@ from typing import Any
 
 from docker import DockerClient
 
-from pytest_netperf.errors import ComposeError
-from pytest_netperf.revision import BaseCheckout, changed_files, stack_inputs
+from pytest_netperf.errors import ComposeError, StackUnchanged
+from pytest_netperf.revision import BaseCheckout, changed_files, stack_inputs, unchanged
+from pytest_netperf.revision.diff import UNCHANGED
 from pytest_netperf.runtime.compose.cli import ComposeCli, find_compose
 from pytest_netperf.runtime.compose.stack import ComposeLauncher, ComposeStack, StackSpec
 
@@ -41,6 +42,7 @@ class ComposeStacks:
         find: Callable[[], ComposeCli] = find_compose,
         on_started: Callable[[str, float], None] | None = None,
         base: Callable[[], BaseCheckout] | None = None,
+        skip_unchanged: bool = False,
     ) -> None:
         self.client = client
         self.session_id = session_id
@@ -52,6 +54,7 @@ class ComposeStacks:
         self._launcher: ComposeLauncher | None = None
         self._stacks: dict[tuple[str, StackSpec], ComposeStack] = {}
         self._base = base
+        self._skip_unchanged = skip_unchanged
 
     @property
     def launcher(self) -> ComposeLauncher:
@@ -79,6 +82,8 @@ class ComposeStacks:
         stack = self._stacks.get(("head", spec))
         if stack is not None:
             return stack
+        if self._base is not None and self._skip_unchanged:
+            self._skip_if_unchanged(spec, self._base())
         stack = self.launcher.up(spec)
         self._stacks[("head", spec)] = stack
         if self._on_started is not None:
@@ -86,6 +91,18 @@ class ComposeStacks:
         if self._base is not None:
             self._pair_with_base(stack, spec, self._base())
         return stack
+
+    def _skip_if_unchanged(self, spec: StackSpec, checkout: BaseCheckout) -> None:
+        """StackUnchanged when every input file of ``spec`` is the same at the base revision."""
+        if not checkout.exists(spec.file):
+            return
+        inputs = stack_inputs(spec.file, self.launcher.config_of(spec), checkout.root)
+        if unchanged(changed_files(checkout.root, checkout.commit, inputs)):
+            shown = spec.file.relative_to(checkout.root) if spec.file.is_relative_to(checkout.root) else spec.file
+            raise StackUnchanged(
+                f"{shown} and the files it uses are the same at the base revision {checkout.ref} ({checkout.short}): "
+                "nothing to compare (--netperf-base-skip-unchanged)"
+            )
 
     def _pair_with_base(self, stack: ComposeStack, spec: StackSpec, checkout: BaseCheckout) -> None:
         """Stand up ``spec``'s twin from the base revision's files and attach it to ``stack``;
@@ -114,7 +131,7 @@ class ComposeStacks:
         inputs = stack_inputs(spec.file, stack.config, checkout.root)
         changes = changed_files(checkout.root, checkout.commit, inputs)
         described = "; ".join(change.describe() for change in changes)
-        stack.attach_base(base, f"{checkout.ref} ({checkout.short}): {described or 'unchanged (A/A control)'}")
+        stack.attach_base(base, f"{checkout.ref} ({checkout.short}): {described or UNCHANGED}")
 
     @property
     def stacks(self) -> list[ComposeStack]:

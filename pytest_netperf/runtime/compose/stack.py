@@ -31,6 +31,7 @@ from pytest_netperf.errors import (
     ImageMissingError,
 )
 from pytest_netperf.images.resolve import pulling_enabled
+from pytest_netperf.revision.diff import CHANGES_FACT
 from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_network, session_folder
 from pytest_netperf.runtime.compose import project as P
@@ -203,6 +204,15 @@ class ComposeLauncher:
         stack.startup_s = time.monotonic() - started
         return stack
 
+    def config_of(self, spec: StackSpec) -> dict[str, Any]:
+        """The normalised configuration of ``spec`` (``compose config``), nothing started."""
+        if not spec.file.is_file():
+            raise ComposeFileError(f"Compose file {spec.file} does not exist")
+        project = _Project(
+            self.cli, spec.file, None, f"netperf-{self.session_id}-config", spec.project_dir, dict(spec.env)
+        )
+        return self._read_config(project, {})
+
     def _read_config(self, project: _Project, timings: dict[str, float]) -> dict[str, Any]:
         began = time.monotonic()
         done = project.execute("config", timeout_s=CONFIG_TIMEOUT_S)
@@ -338,7 +348,7 @@ class ComposeStack:
             return replace(
                 self._endpoint(service, port, path, host, via_dns, guard, address, network),
                 base=twin,
-                facts={**self.facts(), "vs base": self.base_changes},
+                facts={**self.facts(), CHANGES_FACT: self.base_changes},
             )
         endpoint = self._endpoint(service, port, path, host, via_dns, guard, address, network)
         return replace(endpoint, base_note=self.base_note) if self.base_note else endpoint

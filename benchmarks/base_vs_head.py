@@ -1,0 +1,129 @@
+"""The pull-request gate's own figures on the team_gateway example: false FAILs on A/A, detection
+of a real regression, and seconds to a verdict, with `--netperf-base`.
+
+A temporary git repository holds examples/team_gateway (Compose file, nginx config, gates)
+and examples/pytest.ini committed on `main`. Each run changes the working tree the way a
+pull request would and runs the example's throughput gate against `main`:
+
+- `aa`: a comment added to nginx/edge.conf (the stack's behaviour is unchanged);
+- `no-keepalive`: the upstream keep-alive pool removed from nginx/edge.conf.
+
+Usage: python benchmarks/base_vs_head.py [--aa 10] [--regressions 3] [--duration 1] [--warmup 0.5]
+Needs Docker, a Compose implementation and the local images (`netperf images build`).
+Prints one line per run (verdict of each budget, the measured ratio and interval, rounds,
+seconds) and a summary. Every run is a pytest session that removes its containers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+BUDGET = "rps >= 0.8x base"
+KEEPALIVE = "keepalive 32;"
+
+
+def git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=bench@example.com", "-c", "user.name=bench", *args], cwd=repo, check=True)
+
+
+def make_repo(folder: Path) -> Path:
+    """The example as a team's repository with its base on `main`; returns the nginx config."""
+    shutil.copy(EXAMPLES / "pytest.ini", folder / "pytest.ini")
+    shutil.copytree(EXAMPLES / "team_gateway", folder / "team_gateway", ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / ".gitignore").write_text(".netperf/\n.netperf-report/\nresults.json\n__pycache__/\n")
+    git(folder, "init", "-q", "-b", "main")
+    git(folder, "add", "-A")
+    git(folder, "commit", "-q", "-m", "base")
+    return folder / "team_gateway" / "nginx" / "edge.conf"
+
+
+def run(repo: Path, args: argparse.Namespace) -> tuple[dict[str, dict], float]:
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-m",
+        "netperf",
+        "-k",
+        "throughput",
+        "--netperf-base=main",
+        f"--netperf-duration={args.duration}",
+        f"--netperf-warmup={args.warmup}",
+        "--netperf-json=results.json",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+    ]
+    report = repo / "results.json"
+    report.unlink(missing_ok=True)
+    began = time.monotonic()
+    done = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=900)
+    seconds = time.monotonic() - began
+    if not report.exists():
+        print(done.stdout[-3000:] + done.stderr[-2000:])
+        return {}, seconds
+    results = json.loads(report.read_text())
+    return {row["budget"]: row for row in results["rows"]}, seconds
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--aa", type=int, default=10, help="A/A runs (a comment added)")
+    parser.add_argument("--regressions", type=int, default=3, help="runs with upstream keep-alive dropped")
+    parser.add_argument("--duration", type=float, default=1.0, help="seconds per round")
+    parser.add_argument("--warmup", type=float, default=0.5, help="warmup seconds per round")
+    args = parser.parse_args()
+    verdicts: dict[str, Counter[str]] = {"aa": Counter(), "no-keepalive": Counter()}
+    seconds: dict[str, list[float]] = {"aa": [], "no-keepalive": []}
+    with tempfile.TemporaryDirectory(prefix="netperf-bench-base-") as folder:
+        repo = Path(folder)
+        config = make_repo(repo)
+        original = config.read_text()
+        plan = [("aa", i) for i in range(args.aa)] + [("no-keepalive", i) for i in range(args.regressions)]
+        for variant, index in plan:
+            if variant == "aa":
+                config.write_text(original + f"\n# pull request {index}: a comment only\n")
+            else:
+                config.write_text(original.replace(KEEPALIVE, "# upstream keep-alive pool removed"))
+            rows, took = run(repo, args)
+            row = rows.get(BUDGET)
+            if row is None:
+                print(f"{variant:13} #{index + 1}: no row for {BUDGET!r}; rows: {sorted(rows)}")
+                verdicts[variant]["ERROR"] += 1
+                continue
+            verdicts[variant][row["verdict"]] += 1
+            seconds[variant].append(took)
+            others = ", ".join(f"{b}: {r['verdict']}" for b, r in rows.items() if b != BUDGET)
+            print(
+                f"{variant:13} #{index + 1}: {row['verdict']:12} {row['measured']:>8} {row['interval']:>18} "
+                f"{row['rounds']:>2} rounds {took:5.1f}s  ({others})",
+                flush=True,
+            )
+    print()
+    print(
+        f"budget {BUDGET!r}, rounds of {args.duration:g}s + {args.warmup:g}s warmup per side, "
+        "the example's other settings"
+    )
+    for variant, counts in verdicts.items():
+        runs = sum(counts.values())
+        if not runs:
+            continue
+        mean = sum(seconds[variant]) / len(seconds[variant]) if seconds[variant] else float("nan")
+        shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
+        print(
+            f"{variant:13} {runs} runs: {shown}; {mean:.0f}s per run (pytest session, both stacks' stand-up included)"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
