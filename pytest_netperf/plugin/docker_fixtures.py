@@ -18,6 +18,7 @@ import os
 import signal
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -26,11 +27,15 @@ import pytest
 
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
 from pytest_netperf.images.resolve import NodeImageMissingError, resolve_image
+from pytest_netperf.plugin.base_fixtures import BaseRevision
+from pytest_netperf.revision import BaseCheckout, changed_files
+from pytest_netperf.revision.diff import UNCHANGED
 from pytest_netperf.runtime.cleanup import clean_session, remove_stale
 from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology
 from pytest_netperf.topology import builders
 from pytest_netperf.topology.model import Topology
+from pytest_netperf.topology.render.files import config_source
 
 STARTUP_TIMES = pytest.StashKey[dict[str, float]]()
 #: One line per crashed session whose leftovers this run removed.
@@ -115,21 +120,31 @@ def access_modes(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) 
 
 @pytest.fixture
 def netperf_topology(
-    request: pytest.FixtureRequest, netperf_docker: DockerRuntime
+    request: pytest.FixtureRequest, netperf_docker: DockerRuntime, netperf_base: BaseRevision | None
 ) -> Iterator[Callable[..., RunningTopology]]:
     """A factory ``up(topology, base_dir=None) -> RunningTopology``; whatever it started is
     removed after the test.
 
     Relative ``config=`` paths of file-backed nodes resolve against ``base_dir``, by default
     the rootdir. A missing role image (no local build) skips the test; a missing ``image=``
-    of a node is the test's own input and fails it with the fixes.
+    of a node is the test's own input and fails it with the fixes. Under ``--netperf-base``
+    a topology with file-backed nodes also comes up from the base revision's files, and its
+    endpoints carry that twin.
     """
     started: list[RunningTopology] = []
 
     def up(topology: Topology, base_dir: str | os.PathLike[str] | None = None) -> RunningTopology:
-        running = _up_or_skip(netperf_docker, topology, base_dir if base_dir is not None else _rootdir(request))
+        folder = Path(base_dir) if base_dir is not None else _rootdir(request)
+        running = _up_or_skip(netperf_docker, topology, folder)
         started.append(running)
+        if netperf_base is not None and any(node.config is not None for node in topology.nodes):
+            _pair_with_base(running, folder, netperf_base(), lambda at: twin_at(topology, at))
         return running
+
+    def twin_at(topology: Topology, folder: Path) -> RunningTopology:
+        twin = _up_or_skip(netperf_docker, replace(topology, name=f"{topology.name}-base"), folder)
+        started.append(twin)
+        return twin
 
     try:
         yield up
@@ -182,6 +197,23 @@ def _merge(config: pytest.Config, startup: Mapping[str, float], leftovers: list[
 def _params(request: pytest.FixtureRequest, key: str, default: Any) -> dict[str, Any]:
     value = getattr(request, "param", default)
     return dict(value) if isinstance(value, Mapping) else {key: value}
+
+
+def _pair_with_base(
+    running: RunningTopology, folder: Path, checkout: BaseCheckout, twin_at: Callable[[Path], RunningTopology]
+) -> None:
+    """Stand the topology up again from the base revision's copy of ``folder`` and attach it
+    to ``running``; a config file or folder that is not at the base revision leaves a note."""
+    sources = [config_source(node, folder) for node in running.topology.nodes if node.config is not None]
+    missing = [path for path in sources if not checkout.exists(path)]
+    if missing or not folder.is_relative_to(checkout.root):
+        shown = ", ".join(str(path.relative_to(checkout.root)) for path in missing) or str(folder)
+        where = f"the base revision {checkout.ref} ({checkout.short})"
+        running.attach_base(None, note=f"{shown} not at {where}: nothing to compare, recorded as NEW")
+        return
+    twin = twin_at(checkout.map_path(folder))
+    described = "; ".join(change.describe() for change in changed_files(checkout.root, checkout.commit, sources))
+    running.attach_base(twin, f"{checkout.ref} ({checkout.short}): {described or UNCHANGED}")
 
 
 def _rootdir(request: pytest.FixtureRequest) -> Path:

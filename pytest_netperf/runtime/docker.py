@@ -25,7 +25,7 @@ import tarfile
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -37,6 +37,7 @@ from docker.types import Mount as DockerMount
 from pytest_netperf.drivers.base import CommandRunner
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.images.resolve import resolve_image, resolve_reference
+from pytest_netperf.revision.diff import CHANGES_FACT
 from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_network
 from pytest_netperf.runtime.client import docker_client
@@ -253,6 +254,10 @@ class RunningTopology:
         self._labels = labels
         self._driver_image = driver_image
         self._is_up = True
+        #: the twin stood up from the base revision's files (``--netperf-base``), see :meth:`attach_base`
+        self.base: RunningTopology | None = None
+        self.base_changes = ""
+        self.base_note = ""
 
     def ip(self, node: str) -> str:
         """The bridge address of ``node`` (a sidecar shares its pod root's address)."""
@@ -285,8 +290,22 @@ class RunningTopology:
             facts["resources"] = resources
         return facts
 
+    def attach_base(self, base: RunningTopology | None, changes: str = "", note: str = "") -> None:
+        """Pair this topology with its twin stood up from the base revision's files
+        (``--netperf-base``), ``changes`` naming the files that differ; or, without a twin,
+        ``note`` saying why (its budgets against the base are then NEW)."""
+        self.base, self.base_changes, self.base_note = base, changes, note
+
     def endpoint(self, target_name: str) -> Endpoint:
-        """The URL for target ``target_name`` and the runner the driver must use for it."""
+        """The URL for target ``target_name`` and the runner the driver must use for it (with its
+        base revision's twin under ``--netperf-base``)."""
+        endpoint = self._own_endpoint(target_name)
+        if self.base is not None:
+            facts = {**endpoint.facts, CHANGES_FACT: self.base_changes}
+            return replace(endpoint, base=self.base.endpoint(target_name), facts=facts)
+        return replace(endpoint, base_note=self.base_note) if self.base_note else endpoint
+
+    def _own_endpoint(self, target_name: str) -> Endpoint:
         target = self.topology.target(target_name)
         images = self.image_digests()
         guard = self.guard_for(target.node)

@@ -140,3 +140,32 @@ def test_skip_unchanged_skips_without_standing_anything_up_even_when_strict(
     result.assert_outcomes(skipped=1)
     result.stdout.fnmatch_lines(["*team_gateway/docker-compose.yml and the files it uses are the same at the base*"])
     assert "netperf docker topology startup" not in result.stdout.str()
+
+
+TOPOLOGY_GATE = """
+import pytest
+from pytest_netperf import Node, Target, Topology
+
+APP = Node("app", "container", 8080, image="pytest-netperf/echo:local",
+           command=("netperf-driver", "echo", "--listen", "0.0.0.0:8080"))
+EDGE = Node("edge", "nginx", 80, upstreams=("app",), image="nginx:1.27", config="team_gateway/nginx/edge.conf",
+            config_path="/etc/nginx/conf.d/default.conf")
+
+
+@pytest.mark.netperf("rps >= 0.7x base")
+def test_file_backed_edge_against_base(netperf, netperf_topology):
+    running = netperf_topology(Topology("team-edge", (APP, EDGE), (Target("api", "edge", 80, "/api/orders"),)))
+    netperf.measure(running.endpoint("api"), connections=32)
+"""
+
+
+def test_a_file_backed_topology_is_stood_up_from_the_base_too(pytester: pytest.Pytester) -> None:
+    config = team_repo(pytester)
+    (pytester.path / "test_gate.py").write_text(TOPOLOGY_GATE)
+    config.write_text(config.read_text().replace("keepalive 32;", "# upstream keep-alive pool dropped"))
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == 1, result.stdout.str()
+    row = rows(pytester)["rps >= 0.7x base"]
+    assert (row["verdict"], row["reference"]) == ("FAIL", "base")
+    assert "nginx/edge.conf +1 -1" in row["facts"]["candidate"]["vs base"]
+    result.stdout.fnmatch_lines(["*team-edge*team-edge-base*"])  # both started (startup times line)
