@@ -189,6 +189,18 @@ class Gate:
         self.implicit_error_budget = not any(b.metric in ERROR_METRICS for b in self.budgets)
 
     # ------------------------------------------------------------------ public API
+    def noise_warnings(self) -> list[str]:
+        """Before measuring: the budgets that even the maximum rounds cannot decide on this
+        machine's stored noise floor (``--netperf-calibrate``); empty without one."""
+        if self._noise is None:
+            return []
+        out = []
+        for budget in self.budgets:
+            warning = check_budget_against_noise(budget, self._noise, self.settings.rounds_max)
+            if warning:
+                out.append(f"before measuring, '{budget.text}' at {self.settings.rounds_max} rounds: {warning}")
+        return out
+
     def measure(
         self,
         target: TargetLike,

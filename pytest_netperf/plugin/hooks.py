@@ -155,7 +155,7 @@ class NetperfPlugin:
                 notes.extend(self._fingerprint_notes(baseline, baseline.fingerprint.get("image_digests")))
                 lookup = _baseline_lookup(baseline)
                 item.stash[STASH_BASELINE] = baseline
-        return Gate(
+        gate = Gate(
             item.nodeid,
             budgets,
             options.gate_settings(self.settings),
@@ -167,6 +167,9 @@ class NetperfPlugin:
             noise=self.noise_floor(),
             missing_baseline_note=missing_note,
         )
+        for warning in gate.noise_warnings():  # say it before minutes are spent on it
+            record_warning(self.config, f"{item.nodeid}: {warning}", item)
+        return gate
 
     def _other_class_baseline(self, test_id: str, notes: list[str]) -> tuple[Optional[Baseline], str]:
         """Where this machine class has no baseline of ``test_id`` but others do: the
