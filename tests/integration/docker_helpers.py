@@ -66,3 +66,21 @@ def leftovers(client: DockerClient, label: str) -> list[str]:
 def session_leftovers(client: DockerClient, session_id: str) -> list[str]:
     """Leftovers of one session."""
     return leftovers(client, f"{L.SESSION}={session_id}")
+
+
+def skip_without_compose_stack_parts() -> None:
+    """Skip (with the reason) unless Docker, a Compose implementation and the local echo and
+    nginx images are all here: what a gate over the team_gateway example needs."""
+    from pytest_netperf.errors import ComposeUnavailable
+    from pytest_netperf.images.resolve import LOCAL_IMAGES
+    from pytest_netperf.runtime.client import docker_client
+    from pytest_netperf.runtime.compose.cli import find_compose
+
+    try:
+        client = docker_client()
+        find_compose()
+    except (ComposeUnavailable, NetperfError) as exc:
+        pytest.skip(str(exc))
+    missing = [tag for tag in (LOCAL_IMAGES["echo"], LOCAL_IMAGES["nginx"]) if not client.images.list(name=tag)]
+    if missing:
+        pytest.skip(f"local images missing: {', '.join(missing)}; build them with `netperf images build`")

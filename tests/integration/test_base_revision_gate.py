@@ -14,11 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from pytest_netperf.errors import ComposeUnavailable, NetperfError
-from pytest_netperf.images.resolve import LOCAL_IMAGES
-from pytest_netperf.runtime.client import docker_client
-from pytest_netperf.runtime.compose.cli import find_compose
+from docker_helpers import skip_without_compose_stack_parts
 
 pytestmark = pytest.mark.docker
 
@@ -53,14 +49,7 @@ RUN = [
 
 @pytest.fixture(scope="module", autouse=True)
 def needs_docker_compose_and_images() -> None:
-    try:
-        client = docker_client()
-        find_compose()
-    except (ComposeUnavailable, NetperfError) as exc:
-        pytest.skip(str(exc))
-    missing = [tag for tag in (LOCAL_IMAGES["echo"], LOCAL_IMAGES["nginx"]) if not client.images.list(name=tag)]
-    if missing:
-        pytest.skip(f"local images missing: {', '.join(missing)}; build them with `netperf images build`")
+    skip_without_compose_stack_parts()
 
 
 def git(repo: Path, *args: str) -> str:
