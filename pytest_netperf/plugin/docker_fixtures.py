@@ -120,7 +120,7 @@ def access_modes(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) 
 
 @pytest.fixture
 def netperf_topology(
-    request: pytest.FixtureRequest, netperf_docker: DockerRuntime, netperf_base: BaseRevision | None
+    request: pytest.FixtureRequest, netperf_docker: DockerRuntime
 ) -> Iterator[Callable[..., RunningTopology]]:
     """A factory ``up(topology, base_dir=None) -> RunningTopology``; whatever it started is
     removed after the test.
@@ -132,6 +132,7 @@ def netperf_topology(
     endpoints carry that twin.
     """
     started: list[RunningTopology] = []
+    netperf_base = _base_revision(request)
 
     def up(topology: Topology, base_dir: str | os.PathLike[str] | None = None) -> RunningTopology:
         folder = Path(base_dir) if base_dir is not None else _rootdir(request)
@@ -197,6 +198,16 @@ def _merge(config: pytest.Config, startup: Mapping[str, float], leftovers: list[
 def _params(request: pytest.FixtureRequest, key: str, default: Any) -> dict[str, Any]:
     value = getattr(request, "param", default)
     return dict(value) if isinstance(value, Mapping) else {key: value}
+
+
+def _base_revision(request: pytest.FixtureRequest) -> BaseRevision | None:
+    """The session's ``--netperf-base`` revision; None without it, or when these fixtures are
+    used without the netperf plugin (``-p pytest_netperf.plugin.docker_fixtures`` alone)."""
+    try:
+        base = request.getfixturevalue("netperf_base")
+    except pytest.FixtureLookupError:
+        return None
+    return base if isinstance(base, BaseRevision) else None
 
 
 def _pair_with_base(
