@@ -25,10 +25,11 @@ def stack(netperf_compose):
     return netperf_compose(COMPOSE_FILE)
 
 
-@pytest.mark.netperf("rps_loss <= 85%", "rps >= 0.8x base", "errors == 0", "sockets <= 64")
+@pytest.mark.netperf("rps_loss <= 85%", "rps >= 0.8x base", "errors == 0", "sockets <= 80")
 def test_edge_throughput(netperf, stack):
     """Closed loop, 64 connections: what the edge costs in requests per second, no errors,
-    and client keep-alive intact (one socket per connection). On a pull request
+    and client keep-alive intact (about one socket per connection: a broken keep-alive opens
+    thousands, so a few reconnects on a busy machine are allowed). On a pull request
     (``--netperf-base origin/main``) the edge also keeps 80% of the base revision's
     throughput, measured beside it; without a base that budget uses the stored baseline
     of this machine class, NEW until one is recorded."""
