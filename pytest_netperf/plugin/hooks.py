@@ -7,16 +7,19 @@ plugin, like pytest-xdist's session object, instead of module globals).
 from __future__ import annotations
 
 import inspect
+import time
 import types
 import warnings
 from pathlib import Path
-from typing import Any, Generator, Iterator, Optional
+from typing import Any, Callable, Generator, Iterator, Optional
 
+import pluggy
 import pytest
 
 import pytest_netperf
 from pytest_netperf.baseline.fingerprint import compare_fingerprints, machine_fingerprint
 from pytest_netperf.baseline.machine import CLASS_KEY, resolve_class
+from pytest_netperf.baseline.machine import machine_class as class_of
 from pytest_netperf.baseline.model import Baseline, SeriesRecord
 from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.budget.grammar import Budget
@@ -27,10 +30,12 @@ from pytest_netperf.measure.gate import MISSING_BASELINE_NOTE, BudgetOutcome, Dr
 from pytest_netperf.plugin import base_fixtures, compose_fixtures, docker_fixtures
 from pytest_netperf.plugin.markers import MARKER, MARKER_HELP, MarkerOptions, marker_budgets, marker_options
 from pytest_netperf.plugin.options import add_options, image_overrides, settings_from_config
+from pytest_netperf.plugin.tracebacks import cut_plugin_frames, plain_message
 from pytest_netperf.report.aa_control import noise_floor_note
+from pytest_netperf.report.failure import UPDATE_OPTION, FailureContext, reference_names
 from pytest_netperf.report.rows import invalid_rows, measurement_summary, row_for_outcome
 from pytest_netperf.report.session_report import SessionReport
-from pytest_netperf.settings import Settings, resolve_driver_cpus
+from pytest_netperf.settings import Settings, resolve_driver_cpus, strict_default
 from pytest_netperf.verdict.calibration import NoiseFloor, estimate_noise, load_noise, noise_path, save_noise
 from pytest_netperf.verdict.status import Status
 
@@ -44,7 +49,9 @@ STASH_NOTES = pytest.StashKey[list[str]]()  # session notes of one test (files n
 
 _PACKAGE_DIR = Path(pytest_netperf.__file__).resolve().parent
 _PYTEST_DIR = Path(inspect.getfile(pytest.Item)).resolve().parent  # pytest's own code (_pytest/)
-UPDATE_OPTION = "--netperf-update-baseline"
+_FRAMEWORK_DIRS = (_PYTEST_DIR, Path(inspect.getfile(pluggy)).resolve().parent)
+#: Under CI (and below -vv), the least time between two progress lines.
+CI_PROGRESS_INTERVAL_S = 30.0
 
 
 class NetperfInconclusiveWarning(UserWarning):
@@ -162,7 +169,7 @@ class NetperfPlugin:
             driver_factory=self._driver_factory(options, Path(str(item.path)).parent),
             default_driver=options.driver or self.settings.driver,
             baseline_lookup=lookup,
-            progress=self._progress,
+            progress=self._progress(),
             notes=notes,
             noise=self.noise_floor(),
             missing_baseline_note=missing_note,
@@ -238,19 +245,57 @@ class NetperfPlugin:
 
         return factory
 
-    def _progress(self, message: str) -> None:
+    def _progress(self) -> Callable[[str], None]:
+        """A gate's progress writer: its lines (round i/planned (max N), elapsed) go live to
+        the terminal with -v only. Under CI (``CI`` set) and below -vv, a gate writes at most
+        one every :data:`CI_PROGRESS_INTERVAL_S` (its first always): the job log shows the
+        run is alive and how far it is without a line per round and series."""
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is not None and self.config.getoption("verbose") > 0:
-            reporter.write_line(f"netperf: {message}")
+        verbose = self.config.getoption("verbose")
+        if reporter is None or verbose < 1:
+            return lambda _message: None
+        throttled = verbose < 2 and strict_default()  # CI is true: the same test as strict mode's default
+        last: list[float] = []
+
+        def write(message: str) -> None:
+            now = time.monotonic()
+            if throttled and last and now - last[-1] < CI_PROGRESS_INTERVAL_S:
+                return
+            last[:] = [now]
+            capture = self.config.pluginmanager.get_plugin("capturemanager")
+            if capture is None:
+                reporter.write_line(f"netperf: {message}")
+                return
+            with capture.global_and_fixture_disabled():  # live, not in the test's captured output
+                reporter.write_line(f"netperf: {message}")
+
+        return write
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_call(self, item: pytest.Item) -> Iterator[None]:
+        """Judge the test's gate once the test has measured. Every failure raised here is a
+        message without a traceback (``pytrace=False``, and outside any ``except``: no chain)."""
+        invalid: Optional[str] = None
         try:
             result = yield
         except InvalidMeasurement as exc:
-            item.stash[STASH_INVALID] = exc.reason
-            # pytrace=False: the reason reads like an assertion, without the plugin's own source
-            pytest.fail(f"INVALID measurement (no verdict): {exc.reason}", pytrace=False)
+            invalid = exc.reason
+        if invalid is not None:
+            item.stash[STASH_INVALID] = invalid
+            pytest.fail(f"INVALID measurement (no verdict): {invalid}", pytrace=False)
+        problem: Optional[str] = None
+        try:
+            self._judge(item)
+        except NetperfError as exc:  # a usage error or a baseline not written: its message says it all
+            problem = str(exc)
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
+        return result
+
+    def _judge(self, item: pytest.Item) -> None:
+        """The gate's verdicts: stash them, keep the rounds, fail the test on a failing budget
+        (:func:`pytest.fail`); NetperfError for a test that measured nothing or a baseline
+        that could not be written."""
         gate = item.stash.get(STASH_GATE, None)
         if gate is None:
             if item.get_closest_marker(MARKER) is not None:
@@ -259,7 +304,7 @@ class NetperfPlugin:
                     "was measured or judged: add a `netperf` argument to the test and measure with "
                     "netperf.measure(...) or netperf.compare(...)"
                 )
-            return result
+            return
         if not gate.measurements:
             raise NetperfError(
                 f"{item.nodeid} has the netperf marker but measured nothing (call netperf.measure or netperf.compare)"
@@ -279,19 +324,32 @@ class NetperfPlugin:
         for outcome in outcomes:
             item.user_properties.append((f"netperf:{outcome.budget.text}", str(outcome.status)))
         policy = gate.settings.inconclusive
-        message = Gate.failure_message(outcomes, policy)
+        message = Gate.failure_message(outcomes, policy, self._failure_context(gate, baseline, written))
         if message:
             pytest.fail(message + (f"\n{not_written}" if not_written else ""), pytrace=False)
         if not_written is not None:
             raise not_written
         undecided = [o for o in outcomes if o.status is Status.INCONCLUSIVE]
-        if undecided and policy == "warn":
+        if undecided and policy != "pass":  # the undecided budgets that did not fail the test
             texts = ", ".join(f"'{o.budget.text}' [{o.measurement}]" for o in undecided)
             warnings.warn(
                 NetperfInconclusiveWarning(f"{item.nodeid}: inconclusive after the maximum rounds: {texts}"),
                 stacklevel=1,
             )
-        return result
+
+    def _failure_context(self, gate: Gate, baseline: Optional[Baseline], written: Optional[Path]) -> FailureContext:
+        """What a failing gate's text names besides the verdicts: the references, the round
+        cap, the report paths, whether this run wrote the baseline."""
+        stored_class = class_of(baseline.fingerprint) if baseline is not None else self.machine_class
+        settings = self.settings
+        reports = [f"{settings.report_dir} (plots)"] if settings.report_dir else []
+        reports += [str(p) for p in (settings.json_path, settings.markdown_path) if p]
+        return FailureContext(
+            references=reference_names(gate.measurements, stored_class, settings.base),
+            rounds_max=gate.settings.rounds_max,
+            reports=reports,
+            baseline_written=written is not None,
+        )
 
     def _record(self, item: pytest.Item, gate: Gate) -> Optional[Path]:
         """Keep the run's rounds (pending results, plots, A/A pairs) and, with
@@ -337,7 +395,10 @@ class NetperfPlugin:
     def pytest_runtest_makereport(
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        own_error = self._cut_plugin_frames(call)
         report = yield
+        if own_error is not None and report.failed:  # raised by the plugin's own fixtures or hooks
+            report.longrepr = own_error
         if self.settings.strict and report.skipped and item.get_closest_marker(MARKER) is not None:
             reason = _netperf_skip_reason(call)
             if reason is not None:
@@ -361,6 +422,18 @@ class NetperfPlugin:
                 "notes": list(notes),
             }
         return report
+
+    def _cut_plugin_frames(self, call: pytest.CallInfo[None]) -> Optional[str]:
+        """A NetperfError's traceback without the plugin's frames (its message names the
+        problem and the fix): pytest shows the test's own line and the message. Returns the
+        message alone when no frame of the user's is left (nothing to show but plugin code),
+        else None. ``--fulltrace`` keeps every frame."""
+        excinfo = call.excinfo
+        if excinfo is None or not isinstance(excinfo.value, NetperfError) or self.config.getoption("fulltrace"):
+            return None
+        if cut_plugin_frames(excinfo.tb, _PACKAGE_DIR, _FRAMEWORK_DIRS):
+            return None
+        return plain_message(excinfo.value)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "netperf", None)
