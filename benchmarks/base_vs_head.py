@@ -80,7 +80,7 @@ def main() -> int:
     parser.add_argument("--aa", type=int, default=10, help="A/A runs (a comment added)")
     parser.add_argument("--regressions", type=int, default=3, help="runs with upstream keep-alive dropped")
     parser.add_argument("--duration", type=float, default=1.0, help="seconds per round")
-    parser.add_argument("--warmup", type=float, default=0.5, help="warmup seconds per round")
+    parser.add_argument("--warmup", type=float, default=0.5, help="warmup seconds before each target's first round")
     args = parser.parse_args()
     verdicts: dict[str, Counter[str]] = {"aa": Counter(), "no-keepalive": Counter()}
     seconds: dict[str, list[float]] = {"aa": [], "no-keepalive": []}

@@ -10,8 +10,8 @@ What this suite measures on the machine it runs on: two echo services that call 
 other (``?depth=N``) in one Docker network, once through Envoy sidecar pods (Envoy shares
 the app container's network namespace, inbound 15006, outbound 15001, like a Kubernetes
 pod) and once directly. The driver runs open loop at a fixed rate (200/s by default on
-this 2-core machine, see SWEEP_QPS; the rate test covers 300, 500 and 1000/s at depth 3)
-and measures latency
+this 2-core machine, see SWEEP_QPS; the rate test covers 0.6x, 1x and 2x that rate at
+depth 3, the study's 300, 500 and 1000/s with NETPERF_SIDECAR_QPS=500) and measures latency
 from the intended send time. Each depth is a paired comparison, with sidecars against
 without, in interleaved rounds; the budget divides the added P90 by the depth. The
 latency-vs-depth plot lands in ``.netperf-report/`` next to this file.
@@ -29,6 +29,11 @@ DEPTHS = [0, 3, 5, 8, 10, 12]
 #: at depth 12: queueing on the CPUs, not sidecar cost), so the sweep defaults to 200/s.
 #: Set NETPERF_SIDECAR_QPS=500 on a machine with more cores to match the study.
 SWEEP_QPS = float(os.environ.get("NETPERF_SIDECAR_QPS", "200"))
+#: The study's rate test (300, 500, 1000/s around its 500/s sweep), scaled like the sweep:
+#: at 1000/s depth 3 loads both cores of a 2-core machine, which then measures queueing on
+#: the CPUs (3.7 ms added P90 per hop at 500/s in one run here, the driver's schedule
+#: lagging at 1000/s in another) rather than what a sidecar costs.
+RATES = [round(SWEEP_QPS * factor) for factor in (0.6, 1.0, 2.0)]
 
 
 @pytest.fixture(scope="module")
@@ -62,10 +67,10 @@ def test_sidecar_p90_per_depth(netperf, chains):
         )
 
 
-@pytest.mark.parametrize("rate", [300, 500, 1000])
+@pytest.mark.parametrize("rate", RATES)
 @pytest.mark.netperf("p90_added <= 1ms per hop", "errors == 0")
 def test_rate_does_not_change_sidecar_cost(netperf, chains, rate):
-    """Depth 3 at 300, 500 and 1000 requests/s: the per-hop cost should not move with the rate."""
+    """Depth 3 at 0.6x, 1x and 2x the sweep's rate: the per-hop cost should not move with the rate."""
     with_sidecars, without = chains
     netperf.compare(
         with_query(with_sidecars, depth=3),

@@ -18,7 +18,9 @@ from pytest_netperf.drivers import DRIVER_NAMES
 from pytest_netperf.runtime.resources import cpuset_text, default_split, parse_cpuset, usable_cores
 
 DRIVERS = DRIVER_NAMES
-INCONCLUSIVE_POLICIES = ("fail", "warn", "pass")
+#: What a final INCONCLUSIVE does: fail; estimate (fail when the point estimate is outside
+#: the budget, else warn); warn; pass.
+INCONCLUSIVE_POLICIES = ("fail", "estimate", "warn", "pass")
 FINGERPRINT_POLICIES = ("new", "warn", "fail")
 #: Text settings kept as given (a git ref is case-sensitive).
 CASE_SENSITIVE_SETTINGS = ("base",)
@@ -34,10 +36,13 @@ SETTING_HELP: dict[str, str] = {
     "rounds_min": f"rounds per target before the first verdict (default {defaults.ROUNDS_MIN})",
     "rounds_max": f"rounds at most while a budget is inconclusive (default {defaults.ROUNDS_MAX})",
     "round_duration_s": f"measured seconds per round (default {defaults.ROUND_DURATION_S:g})",
-    "warmup_s": f"warmup seconds per round, excluded from results (default {defaults.WARMUP_S:g})",
+    "warmup_s": "warmup seconds before a target's first round of a measurement, excluded from results "
+    f"(default {defaults.WARMUP_S:g})",
+    "round_warmup_s": "warmup seconds of every later round, when the connections are opened again "
+    f"(default {defaults.ROUND_WARMUP_S:g}; at most the warmup)",
     "confidence": f"confidence level of the verdicts (default {defaults.CONFIDENCE:g})",
-    "inconclusive": "what a final INCONCLUSIVE does: "
-    f"{', '.join(INCONCLUSIVE_POLICIES)} (default {defaults.INCONCLUSIVE})",
+    "inconclusive": "what a final INCONCLUSIVE does: fail; estimate (fail when the point estimate is outside "
+    f"the budget, else warn); warn; or pass (default {defaults.INCONCLUSIVE})",
     "fingerprint_mismatch": "when this test's stored baseline is of another machine class only: new (not used, "
     "the budgets are NEW), warn (judge against it with a warning) or fail; default "
     f"{defaults.FINGERPRINT_MISMATCH}. Within the class, a changed kernel, version or image warns (fail: fails)",
@@ -75,6 +80,7 @@ class Settings:
     rounds_max: int = defaults.ROUNDS_MAX
     round_duration_s: float = defaults.ROUND_DURATION_S
     warmup_s: float = defaults.WARMUP_S
+    round_warmup_s: float = defaults.ROUND_WARMUP_S
     confidence: float = defaults.CONFIDENCE
     inconclusive: str = defaults.INCONCLUSIVE
     fingerprint_mismatch: str = defaults.FINGERPRINT_MISMATCH
@@ -120,6 +126,7 @@ class Settings:
         _check_choice("fingerprint_mismatch", self.fingerprint_mismatch, FINGERPRINT_POLICIES)
         check_rounds(self.rounds_min, self.rounds_max)
         check_durations(self.round_duration_s, self.warmup_s)
+        check_durations(self.round_duration_s, self.round_warmup_s)
         if not 0.5 <= self.confidence < 1.0:
             raise ValueError(f"confidence must be in [0.5, 1) (got {self.confidence:g}); e.g. 0.95")
         if self.max_lag_ms <= 0:

@@ -22,6 +22,7 @@ from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, 
 from pytest_netperf.measure.results import RoundResult
 from pytest_netperf.measure.targets import TargetLike, host_header, target_url
 from pytest_netperf.measure.validity import samples_problem, saturation_problem
+from pytest_netperf.report.failure import FailureContext, failure_text
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
 from pytest_netperf.verdict.sequential import SequentialPlan, run_sequential
@@ -78,6 +79,9 @@ class Measurement:
     #: Why the candidate has no twin at the base revision (its stack is not there): the
     #: budgets against the baseline are NEW with this note.
     base_note: str = ""
+    #: Why the candidate's twin at the base revision could not be measured (its stack failed
+    #: to start, with its log): the budgets against the baseline are INVALID, never PASS.
+    base_error: str = ""
 
     def series(self) -> list[Series]:
         """Candidate first, then the reference and the base twin when there are any."""
@@ -109,11 +113,15 @@ class GateSettings:
     round_batch: int = defaults.ROUND_BATCH
     duration_s: float = defaults.ROUND_DURATION_S
     warmup_s: float = defaults.WARMUP_S
+    #: Warmup of every round after a series' first (never longer than ``warmup_s``).
+    round_warmup_s: float = defaults.ROUND_WARMUP_S
     confidence: float = defaults.CONFIDENCE
     inconclusive: str = defaults.INCONCLUSIVE  # fail | warn | pass
     calibrate: bool = False
     max_lag_ms: float = defaults.MAX_LAG_MS
     realtime: bool = False
+    #: A round whose driver was saturated is measured again this many times, then INVALID.
+    saturated_retries: int = defaults.SATURATED_ROUND_RETRIES
 
     def plan(self, rounds: Optional[int] = None) -> SequentialPlan:
         """The sequential plan; ``rounds`` fixes the count (one look)."""
@@ -274,20 +282,11 @@ class Gate:
         return outcomes
 
     @staticmethod
-    def failure_message(outcomes: Sequence[BudgetOutcome], policy: str) -> Optional[str]:
-        """The test-failure text, or None when the gate passes."""
-        bad = [o for o in outcomes if o.status in (Status.FAIL, Status.INVALID)]
-        if policy == "fail":
-            bad += [o for o in outcomes if o.status is Status.INCONCLUSIVE]
-        if not bad:
-            return None
-        lines = ["netperf gate failed:"]
-        for o in bad:
-            where = f" [{o.measurement}]" if o.measurement != "default" else ""
-            detail = o.verdict.evidence() if o.verdict is not None else ""
-            lines.append(f"  {o.status}: '{o.budget.text}'{where}: {detail}".rstrip(": "))
-            lines.extend(f"      {n}" for n in o.notes)
-        return "\n".join(lines)
+    def failure_message(
+        outcomes: Sequence[BudgetOutcome], policy: str, context: Optional[FailureContext] = None
+    ) -> Optional[str]:
+        """The test-failure text, or None when the gate passes (:func:`failure_text`)."""
+        return failure_text(outcomes, policy, context)
 
     # ------------------------------------------------------------------ internals
     def _shape(self, args: Mapping[str, Any]) -> LoadShape:
@@ -336,7 +335,8 @@ class Gate:
 
     def _attach_base(self, m: Measurement, target: TargetLike, shape: LoadShape, driver: Optional[str]) -> None:
         """The candidate's twin at the base revision (a target's ``base``), when a budget
-        compares with the baseline; or the note saying why there is none (``base_note``)."""
+        compares with the baseline; or why there is none: ``base_note`` (not at the base
+        revision: NEW) or ``base_error`` (it failed to start: INVALID)."""
         if isinstance(target, str) or not any(b.comparison == "baseline" for b in self.budgets):
             return
         twin = getattr(target, "base", None)
@@ -344,6 +344,7 @@ class Gate:
             m.base = self._series(BASE_LABEL, twin, shape, driver)
         else:
             m.base_note = str(getattr(target, "base_note", "") or "")
+            m.base_error = str(getattr(target, "base_error", "") or "")
 
     def _new_measurement(
         self, key: Optional[str], cand: Series, ref: Optional[Series], hops: Optional[int]
@@ -358,9 +359,11 @@ class Gate:
         self.measurements.append(m)
         return m
 
-    def _run_one(self, m: Measurement, series: Series, index: int, total: int) -> None:
+    def _run_one(self, m: Measurement, series: Series, index: int, total: int, most: Optional[int] = None) -> None:
+        """One round of ``series``: round ``index + 1`` of ``total`` planned so far (at most ``most``)."""
+        cap = f" (max {most})" if most is not None and most > total else ""
         self._progress(
-            f"{self.test_id} [{m.key}] round {index + 1}/{total} {series.label} "
+            f"{self.test_id} [{m.key}] round {index + 1}/{total}{cap} {series.label} "
             f"({series.shape.describe()}, {time.monotonic() - self._started:.0f}s elapsed)"
         )
         where = f"{series.label} {series.url} (round {index + 1})"
@@ -368,13 +371,22 @@ class Gate:
             problem = series.guard()
             if problem:
                 raise InvalidMeasurement(f"{where}: {problem}; no load was sent")
-        try:
-            result = series.driver_instance.run(series.url, series.shape)
-        except DriverError as exc:
-            raise InvalidMeasurement(f"{series.label} {series.url}: {exc}") from exc
-        problem = saturation_problem(result)
-        if problem:
-            raise InvalidMeasurement(f"{where}: {problem}")
+        shape = series.shape
+        if series.rounds:  # warm already: the new connections only need to settle
+            shape = replace(shape, warmup_s=min(shape.warmup_s, self.settings.round_warmup_s))
+        for attempt in range(self.settings.saturated_retries + 1):
+            try:
+                result = series.driver_instance.run(series.url, shape)
+            except DriverError as exc:
+                raise InvalidMeasurement(f"{series.label} {series.url}: {exc}") from exc
+            problem = saturation_problem(result)
+            if not problem:
+                break
+            if attempt == self.settings.saturated_retries:
+                tries = f" in {attempt + 1} attempts" if attempt else ""
+                raise InvalidMeasurement(f"{where}: {problem}{tries}")
+            self.notes.append(f"{where} measured again: {problem}")
+            self._progress(f"{self.test_id} [{m.key}] {where} measured again: {problem}")
         gone = series.guard() if series.guard is not None else None
         if gone:  # vanished during the round: what answered may not have been the target
             raise InvalidMeasurement(f"{where}: {gone} (during the round)")
@@ -399,10 +411,14 @@ class Gate:
             for i in range(done, done + k):
                 order = m.series() if i % 2 else list(reversed(m.series()))
                 for s in order:  # R C, C R, R C … (ABBA)
-                    self._run_one(m, s, i, done + k)
+                    self._run_one(m, s, i, done + k, plan.max_rounds)
 
         def more(undecided: list[str], total: int) -> None:
-            self._progress(f"{self.test_id} [{m.key}] inconclusive ({', '.join(undecided)}): {total} rounds")
+            self._progress(
+                f"{self.test_id} [{m.key}] inconclusive ({', '.join(undecided)}) after {len(m.candidate.rounds)} "
+                f"rounds: measuring up to {total} (max {plan.max_rounds}), "
+                f"{time.monotonic() - self._started:.0f}s elapsed"
+            )
 
         m.verdicts = dict(run_sequential(plan, measure_more, lambda look, looks: self._verdicts(m, look, looks), more))
 
@@ -459,7 +475,7 @@ class Gate:
         if b.comparison == "baseline":
             if m.base is not None:
                 base = m.base.values(b.metric)
-            elif self._baseline_lookup is not None and not m.base_note:
+            elif self._baseline_lookup is not None and not (m.base_note or m.base_error):
                 base = self._baseline_lookup(m.key, "candidate", b.metric)
         return {"candidate": cand, "reference": ref, "baseline": base}
 
@@ -519,6 +535,8 @@ class Gate:
             )
             v = m.verdicts.get(b.text)
             no_data = self._data_problem(m, b)
+            if b.comparison == "baseline" and m.base_error:
+                no_data = f"{BASE_LABEL} side INVALID: {m.base_error}"
             if no_data:
                 outcomes.append(BudgetOutcome(self.test_id, m.key, b, Status.INVALID, None, [no_data], label))
                 continue

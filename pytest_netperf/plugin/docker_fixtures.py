@@ -24,6 +24,7 @@ from types import FrameType
 from typing import Any
 
 import pytest
+from docker import errors as docker_errors
 
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
 from pytest_netperf.images.resolve import NodeImageMissingError, resolve_image
@@ -32,7 +33,7 @@ from pytest_netperf.revision import BaseCheckout, changed_files
 from pytest_netperf.revision.diff import UNCHANGED
 from pytest_netperf.runtime.cleanup import clean_session, remove_stale
 from pytest_netperf.runtime.client import docker_client
-from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology
+from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology, TopologyStartError
 from pytest_netperf.topology import builders
 from pytest_netperf.topology.model import Topology
 from pytest_netperf.topology.render.files import config_source
@@ -222,7 +223,13 @@ def _pair_with_base(
         where = f"the base revision {checkout.ref} ({checkout.short})"
         running.attach_base(None, note=f"{shown} not at {where}: nothing to compare, recorded as NEW")
         return
-    twin = twin_at(checkout.map_path(folder))
+    try:
+        twin = twin_at(checkout.map_path(folder))
+    except (TopologyStartError, docker_errors.DockerException) as exc:
+        # the head is still measured; its budgets against the base are INVALID with this reason
+        at = f"{checkout.ref} ({checkout.short})"
+        running.attach_base(None, error=f"the base revision's topology ({at}) did not come up: {exc}")
+        return
     described = "; ".join(change.describe() for change in changed_files(checkout.root, checkout.commit, sources))
     running.attach_base(twin, f"{checkout.ref} ({checkout.short}): {described or UNCHANGED}")
 

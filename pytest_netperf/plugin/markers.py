@@ -54,6 +54,7 @@ class MarkerOptions:
             rounds_max=rounds_max,
             duration_s=self.duration if self.duration is not None else settings.round_duration_s,
             warmup_s=self.warmup if self.warmup is not None else settings.warmup_s,
+            round_warmup_s=settings.round_warmup_s,
             confidence=settings.confidence,
             inconclusive=self.inconclusive or settings.inconclusive,
             calibrate=settings.calibrate,

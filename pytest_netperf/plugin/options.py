@@ -45,6 +45,7 @@ OPTIONS = (
     Option("max-rounds", "rounds_max", "netperf_max_rounds"),
     Option("duration", "round_duration_s", "netperf_round_duration"),
     Option("warmup", "warmup_s", "netperf_warmup"),
+    Option("round-warmup", "round_warmup_s", "netperf_round_warmup"),
     Option("confidence", "confidence", "netperf_confidence"),
     Option("inconclusive", "inconclusive", "netperf_inconclusive"),
     Option("fingerprint-mismatch", "fingerprint_mismatch", "netperf_fingerprint_mismatch"),

@@ -209,6 +209,9 @@ class Endpoint:
     base: Endpoint | None = field(default=None, hash=False, compare=False, repr=False)
     #: why there is no ``base`` twin under ``--netperf-base`` (the stack is not at the base revision)
     base_note: str = field(default="", hash=False, compare=False)
+    #: why the base twin could not be stood up (its stack failed to start, with its log): the
+    #: budgets against the base are INVALID, never PASS
+    base_error: str = field(default="", hash=False, compare=False)
 
     def guard(self) -> str | None:
         """None while ``url`` still reaches this session's running topology, else the reason.
@@ -258,6 +261,7 @@ class RunningTopology:
         self.base: RunningTopology | None = None
         self.base_changes = ""
         self.base_note = ""
+        self.base_error = ""
 
     def ip(self, node: str) -> str:
         """The bridge address of ``node`` (a sidecar shares its pod root's address)."""
@@ -290,11 +294,12 @@ class RunningTopology:
             facts["resources"] = resources
         return facts
 
-    def attach_base(self, base: RunningTopology | None, changes: str = "", note: str = "") -> None:
+    def attach_base(self, base: RunningTopology | None, changes: str = "", note: str = "", error: str = "") -> None:
         """Pair this topology with its twin stood up from the base revision's files
         (``--netperf-base``), ``changes`` naming the files that differ; or, without a twin,
-        ``note`` saying why (its budgets against the base are then NEW)."""
-        self.base, self.base_changes, self.base_note = base, changes, note
+        ``note`` saying why (its budgets against the base are then NEW) or ``error`` saying
+        why the twin failed to start (they are then INVALID)."""
+        self.base, self.base_changes, self.base_note, self.base_error = base, changes, note, error
 
     def endpoint(self, target_name: str) -> Endpoint:
         """The URL for target ``target_name`` and the runner the driver must use for it (with its
@@ -303,7 +308,7 @@ class RunningTopology:
         if self.base is not None:
             facts = {**endpoint.facts, CHANGES_FACT: self.base_changes}
             return replace(endpoint, base=self.base.endpoint(target_name), facts=facts)
-        return replace(endpoint, base_note=self.base_note) if self.base_note else endpoint
+        return replace(endpoint, base_note=self.base_note, base_error=self.base_error)
 
     def _own_endpoint(self, target_name: str) -> Endpoint:
         target = self.topology.target(target_name)

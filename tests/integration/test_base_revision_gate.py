@@ -158,3 +158,19 @@ def test_a_file_backed_topology_is_stood_up_from_the_base_too(pytester: pytest.P
     assert (row["verdict"], row["reference"]) == ("FAIL", "base")
     assert "nginx/edge.conf +1 -1" in row["facts"]["candidate"]["vs base"]
     result.stdout.fnmatch_lines(["*team-edge*team-edge-base*"])  # both started (startup times line)
+
+
+def test_a_base_whose_stack_fails_to_start_is_invalid_with_its_log_never_a_pass(pytester: pytest.Pytester) -> None:
+    config = team_repo(pytester)
+    good = config.read_text()
+    config.write_text(good.replace("keepalive 32;", "keepalive_pool 32;"))  # not an nginx directive
+    git(pytester.path, "commit", "-q", "-am", "base with a broken edge config")
+    config.write_text(good)  # the pull request fixes it
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == 1, result.stdout.str()
+    by_budget = rows(pytester)
+    assert by_budget["rps >= 0.7x base"]["verdict"] == "INVALID"
+    assert by_budget["errors == 0"]["verdict"] == "PASS"  # the head itself was measured and judged
+    notes = " ".join(by_budget["rps >= 0.7x base"]["notes"])
+    assert "base side INVALID" in notes and "did not come up" in notes
+    assert "keepalive_pool" in notes  # nginx's own complaint, from the base side's log

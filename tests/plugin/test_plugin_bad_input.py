@@ -293,7 +293,10 @@ def test_an_update_run_does_not_ask_for_an_update(pytester: pytest.Pytester, ech
         ('duration="5s"', "netperf marker argument duration='5s': could not convert*"),
         ("warmup=-1", "netperf marker argument warmup=-1.0: a warmup lasts 0 s or more"),
         ("max_rounds=1", "netperf marker argument max_rounds=1: must be >= rounds (2)"),
-        ('inconclusive="maybe"', "netperf marker argument inconclusive='maybe': expected one of fail, warn, pass"),
+        (
+            'inconclusive="maybe"',
+            "netperf marker argument inconclusive='maybe': expected one of fail, estimate, warn, pass",
+        ),
         ('driver="wrk"', "netperf marker argument driver='wrk': expected one of *"),
     ],
 )

@@ -30,6 +30,7 @@ class Target:
     url: str
     base: Optional[Target] = None
     base_note: str = ""
+    base_error: str = ""
     facts: dict[str, str] = field(default_factory=dict, hash=False)
 
 
@@ -95,6 +96,20 @@ def test_a_stack_missing_at_the_base_is_new_with_its_reason_even_with_a_stored_b
     (outcome,) = g.finish()
     assert outcome.status is Status.NEW
     assert outcome.notes == ["infra/compose.yml does not exist at the base revision main"]
+
+
+def test_a_base_stack_that_failed_to_start_makes_its_budgets_invalid_never_pass() -> None:
+    """Even with a stored baseline the head would pass against, the base budgets are INVALID
+    with the base side's log; absolute budgets still judge the head."""
+    error = "the base revision's stack (main, abc1234) did not come up: service 'edge' exited (1)\nnginx: [emerg]"
+    g = gate(["rps >= 0.9x base", "errors == 0"], {HEAD: 10_000.0}, [], lookup=lambda key, label, metric: [5_000.0] * 4)
+    g.measure(Target(HEAD, base_error=error), connections=8)
+    outcomes = {o.budget.text: o for o in g.finish()}
+    invalid = outcomes["rps >= 0.9x base"]
+    assert invalid.status is Status.INVALID
+    assert "base side INVALID" in invalid.notes[0] and "nginx: [emerg]" in invalid.notes[0]
+    assert outcomes["errors == 0"].status is Status.PASS
+    assert "nginx: [emerg]" in (Gate.failure_message(list(outcomes.values()), "pass") or "")
 
 
 def test_a_target_without_a_twin_is_judged_against_the_stored_baseline() -> None:

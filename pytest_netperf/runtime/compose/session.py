@@ -122,9 +122,9 @@ class ComposeStacks:
         try:
             base = self.launcher.up(twin, side="base")
         except ComposeError as exc:
-            raise type(exc)(
-                f"the base revision's stack ({checkout.ref}, {checkout.short}) did not come up: {exc}"
-            ) from exc
+            # the head is still measured; its budgets against the base are INVALID with this log
+            stack.base_error = f"the base revision's stack ({checkout.ref}, {checkout.short}) did not come up: {exc}"
+            return
         self._stacks[("base", spec)] = base
         if self._on_started is not None:
             self._on_started(f"compose:{spec.stem}@base", base.startup_s)

@@ -281,6 +281,8 @@ class ComposeStack:
         self.base: ComposeStack | None = None
         #: why there is no base twin under ``--netperf-base`` (the file is not at the base revision)
         self.base_note = ""
+        #: why the twin at the base revision did not come up (with its log): base budgets INVALID
+        self.base_error = ""
         #: ``vs base`` fact: the stack's input files that differ from the base revision
         self.base_changes = ""
 
@@ -351,7 +353,7 @@ class ComposeStack:
                 facts={**self.facts(), CHANGES_FACT: self.base_changes},
             )
         endpoint = self._endpoint(service, port, path, host, via_dns, guard, address, network)
-        return replace(endpoint, base_note=self.base_note) if self.base_note else endpoint
+        return replace(endpoint, base_note=self.base_note, base_error=self.base_error)
 
     def _endpoint(
         self,
