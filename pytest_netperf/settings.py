@@ -24,7 +24,7 @@ INCONCLUSIVE_POLICIES = ("fail", "estimate", "warn", "pass")
 FINGERPRINT_POLICIES = ("new", "warn", "fail")
 #: Text settings kept as given (a git ref is case-sensitive).
 CASE_SENSITIVE_SETTINGS = ("base",)
-PATH_SETTINGS = ("baseline_dir", "json_path", "markdown_path", "report_dir")
+PATH_SETTINGS = ("baseline_dir", "json_path", "markdown_path", "report_dir", "html_path")
 #: ``driver_cpus`` words besides an explicit cpuset.
 DRIVER_CPUS_AUTO = "auto"
 DRIVER_CPUS_ALL = "all"
@@ -54,7 +54,8 @@ SETTING_HELP: dict[str, str] = {
     "CPU model and core count, e.g. amd-epyc-7b13-2c); name your CI runner types here",
     "json_path": "write machine-readable results to PATH",
     "markdown_path": "write a pull-request comment (Markdown) to PATH",
-    "report_dir": "write PNG plots under DIR",
+    "report_dir": "write PNG plots under DIR (and the HTML report to DIR/report.html unless --netperf-html says where)",
+    "html_path": "write one self-contained HTML report (verdicts, failures, plots inline) to PATH",
     "locust_workers": "Locust worker processes on this machine (0: one process)",
     "update_baseline": "write this run's results as the new baselines",
     "calibrate": "A/A run: measure each reference against itself and store the noise floor",
@@ -90,6 +91,7 @@ class Settings:
     json_path: Optional[Path] = None
     markdown_path: Optional[Path] = None
     report_dir: Optional[Path] = None
+    html_path: Optional[Path] = None
     locust_workers: int = defaults.LOCUST_WORKERS
     update_baseline: bool = False
     calibrate: bool = False

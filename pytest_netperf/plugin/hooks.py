@@ -34,7 +34,7 @@ from pytest_netperf.plugin.tracebacks import cut_plugin_frames, plain_message
 from pytest_netperf.report.aa_control import noise_floor_note
 from pytest_netperf.report.failure import UPDATE_OPTION, FailureContext, reference_names
 from pytest_netperf.report.rows import invalid_rows, measurement_summary, row_for_outcome
-from pytest_netperf.report.session_report import SessionReport
+from pytest_netperf.report.session_report import HTML_NAME, SessionReport
 from pytest_netperf.settings import Settings, resolve_driver_cpus, strict_default
 from pytest_netperf.verdict.calibration import NoiseFloor, estimate_noise, load_noise, noise_path, save_noise
 from pytest_netperf.verdict.status import Status
@@ -46,6 +46,7 @@ STASH_OUTCOMES = pytest.StashKey[list[BudgetOutcome]]()
 STASH_INVALID = pytest.StashKey[str]()
 STASH_BASELINE = pytest.StashKey[Baseline]()
 STASH_NOTES = pytest.StashKey[list[str]]()  # session notes of one test (files not written, …)
+STASH_PLOTS = pytest.StashKey[list[str]]()  # the PNG files written for one test
 
 _PACKAGE_DIR = Path(pytest_netperf.__file__).resolve().parent
 _PYTEST_DIR = Path(inspect.getfile(pytest.Item)).resolve().parent  # pytest's own code (_pytest/)
@@ -115,9 +116,11 @@ class NetperfPlugin:
         self.config = config
         self.settings = settings
         self.images = images
-        self.report = SessionReport(settings.json_path, settings.markdown_path)
+        html_path = settings.html_path or (Path(settings.report_dir) / HTML_NAME if settings.report_dir else None)
+        self.report = SessionReport(settings.json_path, settings.markdown_path, html_path)
         #: The machine class whose baselines this run reads and writes (``--netperf-machine-class``).
         self.machine_class = resolve_class(settings.machine_class or None)
+        self.report.machine_class = self.machine_class
         self.store = BaselineStore(Path(settings.baseline_dir), self.machine_class)
         #: The load driver's cores (a cpuset) or None (not pinned): ``--netperf-driver-cpus``.
         self.driver_cpus = resolve_driver_cpus(settings.driver_cpus)
@@ -368,10 +371,15 @@ class NetperfPlugin:
         except BaselineError as exc:
             self._write_problem(item, f"pending results not saved (`netperf baseline update` cannot use them): {exc}")
         if self.settings.report_dir:
-            from pytest_netperf.report.plots import write_plots
+            from pytest_netperf.report.plots import STORED_SERIES, write_plots
 
+            drawn = {n: r.rounds for n, r in series.items()}
+            stored = item.stash.get(STASH_BASELINE, None)
+            if stored is not None:  # what the baseline budgets were judged against, beside this run
+                drawn.update({f"{n} ({STORED_SERIES})": r.rounds for n, r in stored.series.items() if r.rounds})
             try:
-                write_plots(Path(self.settings.report_dir), item.nodeid, {n: r.rounds for n, r in series.items()})
+                paths = write_plots(Path(self.settings.report_dir), item.nodeid, drawn, budgets=gate.budgets)
+                item.stash[STASH_PLOTS] = [str(p) for p in paths]
             except Exception as exc:  # plots are never worth a verdict
                 self._write_problem(item, f"plots not written to {self.settings.report_dir}: {_reason(exc)}")
         if self.settings.calibrate:
@@ -418,6 +426,7 @@ class NetperfPlugin:
             notes: list[str] = item.stash.get(STASH_NOTES, [])
             report.netperf = {  # type: ignore[attr-defined]  # travels to the xdist controller
                 "rows": [r.to_dict() for r in rows],
+                "plots": {item.nodeid: item.stash.get(STASH_PLOTS, [])},
                 "results": {item.nodeid: [measurement_summary(m) for m in gate.measurements]},
                 "notes": list(notes),
             }
@@ -438,7 +447,7 @@ class NetperfPlugin:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "netperf", None)
         if data:
-            self.report.add(data["rows"], data.get("results"))
+            self.report.add(data["rows"], data.get("results"), data.get("plots"))
             self.report.notes.extend(data.get("notes") or [])
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:

@@ -55,6 +55,7 @@ OPTIONS = (
     Option("json", "json_path", "netperf_json"),
     Option("markdown", "markdown_path", "netperf_markdown"),
     Option("report-dir", "report_dir", "netperf_report_dir"),
+    Option("html", "html_path", "netperf_html"),
     Option("calibrate", "calibrate", None, flag=True),
     Option("max-lag", "max_lag_ms", "netperf_max_lag"),
     Option("realtime", "realtime", "netperf_realtime", flag=True),

@@ -28,8 +28,9 @@ _MARKDOWN_ICONS = {
 
 
 def markdown(rows: Sequence[Any], title: str = "netperf results") -> str:
-    """A pull-request comment: summary line, table (worst first), details section (per row:
-    where the driver ran, the method, the series' facts such as images and cores, the notes)."""
+    """A pull-request comment: summary line, a table of what did not pass (worst first), the
+    passing budgets folded in ``<details>``, and a folded details section (per row: where the
+    driver ran, the method, the series' facts such as images and cores, the notes)."""
     rows = sorted(as_rows(rows), key=lambda r: verdict_rank(r.verdict))
     overall = overall_verdict(rows)
     icon = _MARKDOWN_ICONS.get(overall) if overall else None
@@ -37,7 +38,28 @@ def markdown(rows: Sequence[Any], title: str = "netperf results") -> str:
     lines = [heading, "", f"**{summary_line(rows)}**", ""]
     if not rows:
         return "\n".join(lines + ["No budgets were evaluated.", ""])
-    lines += [
+    notable = [r for r in rows if r.verdict != Status.PASS.value]
+    passes = [r for r in rows if r.verdict == Status.PASS.value]
+    if notable:  # failures and changes lead; the passes are folded so the comment stays short
+        lines += _table(notable)
+    if passes:
+        noun = "budget" if len(passes) == 1 else "budgets"
+        summary = f"<details><summary>{len(passes)} passing {noun}</summary>"
+        lines += ["", summary, "", *_table(passes), "", "</details>"]
+    lines += ["", "<details><summary>Details</summary>", ""]
+    for r in rows:
+        lines.append(f"- **{r.verdict}** `{_md_code(r.test_id)}` — `{_md_code(r.budget)}`")
+        facts = _detail_facts(r)
+        if facts:
+            lines.append(f"  - {facts}")
+        lines.extend(f"  - {_md_text(line)}" for line in describe_facts(r.facts))
+        lines.extend(f"  - {_md_text(note)}" for note in r.notes)
+    lines += ["", "</details>", ""]
+    return "\n".join(lines)
+
+
+def _table(rows: Sequence[ReportRow]) -> list[str]:
+    lines = [
         "| verdict | test | budget | reference | measured | interval | rounds |",
         "|---|---|---|---|---|---|---:|",
     ]
@@ -52,16 +74,7 @@ def markdown(rows: Sequence[Any], title: str = "netperf results") -> str:
             str(r.rounds),
         ]
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "<details><summary>Details</summary>", ""]
-    for r in rows:
-        lines.append(f"- **{r.verdict}** `{_md_code(r.test_id)}` — `{_md_code(r.budget)}`")
-        facts = _detail_facts(r)
-        if facts:
-            lines.append(f"  - {facts}")
-        lines.extend(f"  - {_md_text(line)}" for line in describe_facts(r.facts))
-        lines.extend(f"  - {_md_text(note)}" for note in r.notes)
-    lines += ["", "</details>", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def write_markdown(rows: Sequence[Any], path: Path) -> Path:

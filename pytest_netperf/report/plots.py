@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from pytest_netperf.budget import metrics as registry
+from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.budget.metrics import Family
 from pytest_netperf.measure.results import RoundResult
 
@@ -36,6 +37,10 @@ _DEPTH_NAME = re.compile(r"^(?:depth|hops)=(\d+)(?:/(.+))?$")
 _PERCENTILE_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 
 SeriesRounds = Mapping[str, Sequence[RoundResult]]
+#: The label suffix of a stored baseline's series drawn beside this run's.
+STORED_SERIES = "stored baseline"
+#: Series a relative budget's line is drawn from, by the budget's comparison.
+_COMPARED = {"reference": ("reference",), "baseline": ("base", f"candidate ({STORED_SERIES})")}
 
 
 def write_plots(
@@ -44,21 +49,59 @@ def write_plots(
     series: SeriesRounds,
     metrics: Sequence[str] = ("rps", "p90"),
     depth_metric: str = "p90",
+    budgets: Sequence[Budget] = (),
 ) -> list[Path]:
-    """Write every plot that applies to ``series`` (name -> rounds); returns the files."""
+    """Write every plot that applies to ``series`` (name -> rounds); returns the files.
+    ``budgets`` choose the rounds plot's metrics (those they judge, where plottable) and are
+    drawn on it as lines (see :func:`budget_lines`)."""
     from pytest_netperf.baseline.store import safe_name
 
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     stem = report_dir / safe_name(test_id)
-    written = [plot_rounds(series, stem.with_name(stem.name + "-rounds.png"), metrics, test_id)]
+    judged = [b.metric for b in budgets if registry.get(b.metric).family in (Family.RATE, Family.LATENCY)]
+    metrics = list(dict.fromkeys(judged))[:3] or list(metrics)
+    rounds_png = stem.with_name(stem.name + "-rounds.png")
+    written = [plot_rounds(series, rounds_png, metrics, test_id, budgets)]
     distribution = plot_latency_distribution(series, stem.with_name(stem.name + "-latency.png"), test_id)
     depth = plot_latency_by_depth(series, stem.with_name(stem.name + "-depth.png"), depth_metric, test_id)
     return written + [p for p in (distribution, depth) if p is not None]
 
 
-def plot_rounds(series: SeriesRounds, path: Path, metrics: Sequence[str] = ("rps", "p90"), title: str = "") -> Path:
-    """One panel per metric: the value of every round, one line per series."""
+def budget_lines(budget: Budget, series: SeriesRounds) -> list[tuple[float, str]]:
+    """Where ``budget`` lies on its metric's axis (canonical units), with a legend label:
+    an absolute budget at its threshold; a relative one at the mean of what it compares with
+    (``reference``, the base twin or the stored baseline) moved by the budget. A per-hop
+    budget has no single line (the hops differ per measurement)."""
+    if budget.per_hop:
+        return []
+    if budget.comparison == "absolute":
+        return [(budget.threshold, f"budget {budget.text}")]
+    lines = []
+    for name, rounds in series.items():
+        if not rounds or name.split("/")[-1] not in _COMPARED[budget.comparison]:
+            continue
+        mean = statistics.fmean(r.metric(budget.metric) for r in rounds)
+        if budget.form == "ratio":
+            value = mean * budget.threshold
+        elif budget.form == "loss":
+            value = mean * (1.0 - budget.threshold)
+        else:  # added
+            value = mean + budget.threshold
+        lines.append((value, f"budget {budget.text} (from {name} mean)"))
+    return lines
+
+
+def plot_rounds(
+    series: SeriesRounds,
+    path: Path,
+    metrics: Sequence[str] = ("rps", "p90"),
+    title: str = "",
+    budgets: Sequence[Budget] = (),
+) -> Path:
+    """One panel per metric: the value of every round, one line per series (the compared
+    ones too: reference, base, stored baseline), and each budget on that metric as a dashed
+    horizontal line."""
     fig = _figure(width=7.0, height=2.6 * len(metrics) + 0.6)
     axes = fig.subplots(len(metrics), 1, sharex=True, squeeze=False)[:, 0]
     for ax, metric in zip(axes, metrics, strict=False):
@@ -67,12 +110,16 @@ def plot_rounds(series: SeriesRounds, path: Path, metrics: Sequence[str] = ("rps
             xs = list(range(1, len(rounds) + 1))
             ys = [r.metric(metric) * scale for r in rounds]
             ax.plot(xs, ys, marker="o", markersize=4, linewidth=1.2, label=name)
+        for budget in (b for b in budgets if b.metric == metric):
+            for value, label in budget_lines(budget, series):
+                ax.axhline(value * scale, linestyle="--", linewidth=1.1, color="#cf222e", label=label)
         ax.set_ylabel(f"{metric} ({unit})")
         ax.grid(True, alpha=0.3)
         ax.set_ylim(bottom=0)
     axes[-1].set_xlabel("round")
     axes[-1].xaxis.get_major_locator().set_params(integer=True)
-    axes[0].legend(loc="best", fontsize="small")
+    for ax in axes:
+        ax.legend(loc="best", fontsize="x-small")
     return _save(fig, path, title or "per-round values")
 
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from pytest_netperf.report import json_report, markdown, terminal
+from pytest_netperf.report import html, json_report, markdown, terminal
 from pytest_netperf.report.rows import ReportRow, as_rows
 from pytest_netperf.verdict.error_control import holm_adjust
+
+#: The HTML report's file name inside ``--netperf-report-dir`` when ``--netperf-html`` is not given.
+HTML_NAME = "report.html"
 
 
 @dataclass
@@ -22,15 +25,28 @@ class SessionReport:
 
     json_path: Optional[Path] = None
     markdown_path: Optional[Path] = None
+    html_path: Optional[Path] = None
     rows: list[ReportRow] = field(default_factory=list)
+    #: Test id -> the PNG plots written for it (inlined by the HTML report).
+    plots: dict[str, list[str]] = field(default_factory=dict)
+    #: The machine class of the run (named in the HTML report's header).
+    machine_class: str = ""
     results: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
-    def add(self, rows: Iterable[Any], results: Optional[dict[str, Any]] = None) -> None:
-        """Record rows (objects or dicts from a test report) and per-test results."""
+    def add(
+        self,
+        rows: Iterable[Any],
+        results: Optional[dict[str, Any]] = None,
+        plots: Optional[Mapping[str, Sequence[str]]] = None,
+    ) -> None:
+        """Record rows (objects or dicts from a test report), per-test results and plot files."""
         self.rows.extend(as_rows(rows))
         if results:
             self.results.update(results)
+        for test_id, files in (plots or {}).items():
+            if files:
+                self.plots[test_id] = [str(f) for f in files]
 
     def session_holm(self) -> None:
         """Annotate rows with session-wide Holm-adjusted p-values (reported, not enforced)."""
@@ -54,6 +70,7 @@ class SessionReport:
         targets: tuple[tuple[Optional[Path], Callable[[Path], Path]], ...] = (
             (self.json_path, lambda p: json_report.write_json(self.rows, self.results, p)),
             (self.markdown_path, lambda p: markdown.write_markdown(self.rows, p)),
+            (self.html_path, self._write_html),
         )
         for path, write in targets:
             if path is None:
@@ -69,9 +86,19 @@ class SessionReport:
                 say(f"could not append to $GITHUB_STEP_SUMMARY: {_reason(exc)}")
         return written
 
+    def _write_html(self, path: Path) -> Path:
+        return html.write_html(self.rows, path, self.plots, _machine(self.machine_class), self.notes)
+
     def terminal_table(self, verbose: bool = False) -> str:
         """The summary table for the terminal (``verbose``: with each measurement's facts)."""
         return terminal.terminal_table(self.rows, verbose=verbose)
+
+
+def _machine(machine_class: str) -> dict[str, Any]:
+    """This machine and the versions, for the HTML report's header."""
+    from pytest_netperf.baseline.fingerprint import machine_fingerprint
+
+    return {"machine class": machine_class, **machine_fingerprint()}
 
 
 def _warn(message: str) -> None:

@@ -146,7 +146,11 @@ def test_reports_json_markdown_junit_and_step_summary(
     assert summary.read_text().strip() == md.strip()
     junit = (pytester.path / "out/junit.xml").read_text()
     assert 'name="netperf:p50 &lt; 50ms" value="PASS"' in junit
-    assert list((pytester.path / "out/plots").glob("*.png"))
+    plots = list((pytester.path / "out/plots").glob("*.png"))
+    assert plots
+    page = (pytester.path / "out/plots/report.html").read_text()  # the report dir's default HTML report
+    assert "test_gate.py::test_echo_latency" in page and page.count("data:image/png;base64,") == len(plots)
+    result.stdout.fnmatch_lines(["netperf: wrote *out/plots/report.html"])
 
 
 def test_xdist_workers_write_baselines_without_loss(

@@ -177,16 +177,18 @@ def test_markdown_summary_table_and_details() -> None:
     lines = md.splitlines()
     assert lines[0] == "### ❌ netperf results"
     assert "**1 passed, 1 failed, 1 inconclusive, 1 invalid, 1 new**" in lines
-    table = [line for line in lines if line.startswith("| ")]
-    assert len(table) == 1 + len(rows())
-    # Worst first.
-    assert [line.split(" | ")[0] for line in table[1:]] == [
+    table = [line for line in lines if line.startswith("| ") and not line.startswith("| verdict")]
+    assert len(table) == len(rows())
+    # Worst first; the passes come last, folded under their own summary.
+    assert [line.split(" | ")[0] for line in table] == [
         "| ❌ FAIL",
         "| ⚠️ INVALID",
         "| ❔ INCONCLUSIVE",
         "| 🆕 NEW",
         "| ✅ PASS",
     ]
+    folded = lines.index("<details><summary>1 passing budget</summary>")
+    assert lines.index(table[3]) < folded < lines.index(table[4])
     # A pipe inside a cell is escaped, so every row has the same number of cells.
     assert "`tests/test_modes.py::test_throughput[l7-lb\\|x]`" in md
     assert {line.replace("\\|", "").count("|") for line in table} == {8}

@@ -1,0 +1,151 @@
+"""The HTML report: one self-contained page a person opens (the CI job's artifact).
+
+The verdict table comes first, worst verdicts on top; then one section per test, failing
+tests open and passing ones folded (``<details>``), each with its rows, notes, the facts of
+its measured series and its plots inlined as ``data:`` PNGs. A header names the machine and
+the versions. No script, no external file: the page reads the same from a downloaded
+artifact as from the disk it was written to. Every text is escaped.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_netperf.atomic_file import write_text_atomic
+from pytest_netperf.report.rows import ReportRow, as_rows, describe_facts, summary_line, verdict_rank
+from pytest_netperf.verdict.status import Status
+
+#: Verdicts that open a test's section and colour its rows.
+_BAD = {Status.FAIL.value, Status.INVALID.value, Status.INCONCLUSIVE.value}
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1b1f24;max-width:1400px}
+h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
+table{border-collapse:collapse;margin:8px 0 16px;width:100%}
+th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f6f8fa} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.v{font-weight:600;white-space:nowrap} .PASS{background:#dafbe1} .FAIL{background:#ffd8d3}
+.INVALID{background:#fff1c2} .INCONCLUSIVE{background:#fdeed9} .NEW{background:#ddf4ff}
+.meta{color:#57606a} code{font-size:13px} details{margin:6px 0}
+summary{cursor:pointer;font-weight:600} ul{margin:4px 0 8px}
+img{max-width:100%;border:1px solid #d0d7de;margin:6px 8px 6px 0}
+.plots{display:flex;flex-wrap:wrap}
+"""
+
+
+def html_report(
+    rows: Sequence[Any],
+    plots: Mapping[str, Sequence[str]] | None = None,
+    machine: Mapping[str, Any] | None = None,
+    notes: Sequence[str] = (),
+    title: str = "netperf results",
+) -> str:
+    """The page for ``rows`` (objects or dicts), with each test's ``plots`` (PNG paths; a
+    file that cannot be read is named instead), the ``machine`` facts and the run's notes."""
+    ordered = sorted(as_rows(rows), key=lambda r: verdict_rank(r.verdict))
+    plots = plots or {}
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        f'<p class="meta"><strong>{_e(summary_line(ordered))}</strong></p>',
+        _machine_block(machine or {}),
+        "<h2>Verdicts</h2>",
+        _verdict_table(ordered),
+    ]
+    if notes:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+    parts.append("<h2>Tests</h2>")
+    for test_id in _tests_worst_first(ordered):
+        test_rows = [r for r in ordered if r.test_id == test_id]
+        parts.append(_test_section(test_id, test_rows, plots.get(test_id, ())))
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_html(
+    rows: Sequence[Any],
+    path: Path,
+    plots: Mapping[str, Sequence[str]] | None = None,
+    machine: Mapping[str, Any] | None = None,
+    notes: Sequence[str] = (),
+) -> Path:
+    """Write :func:`html_report` to ``path`` (atomically); returns the path."""
+    path = Path(path)
+    write_text_atomic(path, html_report(rows, plots, machine, notes))
+    return path
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _machine_block(machine: Mapping[str, Any]) -> str:
+    shown = {k: v for k, v in machine.items() if v not in (None, "", {}) and not isinstance(v, Mapping)}
+    if not shown:
+        return ""
+    items = "".join(f"<li>{_e(k.replace('_', ' '))}: <code>{_e(v)}</code></li>" for k, v in shown.items())
+    return f'<ul class="meta">{items}</ul>'
+
+
+def _verdict_table(rows: Sequence[ReportRow]) -> str:
+    columns = ("verdict", "test", "budget", "reference", "measured", "interval", "rounds")
+    head = "".join(f"<th>{h}</th>" for h in columns)
+    body = []
+    for r in rows:
+        anchor = _anchor(r.test_id)
+        body.append(
+            f'<tr class="{_e(r.verdict)}"><td class="v">{_e(r.verdict)}</td>'
+            f'<td><a href="#{anchor}"><code>{_e(r.test_id)}</code></a></td><td><code>{_e(r.budget)}</code></td>'
+            f"<td>{_e(r.reference)}</td><td class=num>{_e(r.measured)}</td><td class=num>{_e(r.interval)}</td>"
+            f"<td class=num>{r.rounds}</td></tr>"
+        )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _tests_worst_first(rows: Sequence[ReportRow]) -> list[str]:
+    return list(dict.fromkeys(r.test_id for r in rows))  # rows are already worst first
+
+
+def _anchor(test_id: str) -> str:
+    return "t-" + "".join(c if c.isalnum() else "-" for c in test_id)
+
+
+def _test_section(test_id: str, rows: Sequence[ReportRow], plots: Sequence[str]) -> str:
+    worst = rows[0].verdict
+    opened = " open" if worst in _BAD else ""
+    lines = [
+        f'<details id="{_anchor(test_id)}"{opened}><summary class="{_e(worst)}">{_e(worst)} '
+        f"<code>{_e(test_id)}</code></summary>",
+        "<ul>",
+    ]
+    for r in rows:
+        lines.append(
+            f"<li><span class=v>{_e(r.verdict)}</span> <code>{_e(r.budget)}</code>: {_e(r.measured)} "
+            f"{_e(r.interval)} vs {_e(r.reference or 'absolute')}, {r.rounds} rounds"
+            + (f"; driver {_e(r.driver)} on {_e(r.where)}" if r.driver else "")
+        )
+        notes = list(dict.fromkeys(r.notes))
+        if notes:
+            lines.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
+        lines.append("</li>")
+    lines.append("</ul>")
+    facts = describe_facts(rows[0].facts)
+    if facts:
+        lines.append('<ul class="meta">' + "".join(f"<li>{_e(f)}</li>" for f in facts) + "</ul>")
+    if plots:
+        lines.append('<div class="plots">' + "".join(_image(p) for p in plots) + "</div>")
+    lines.append("</details>")
+    return "\n".join(lines)
+
+
+def _image(path: str) -> str:
+    try:
+        data = base64.b64encode(Path(path).read_bytes()).decode("ascii")
+    except OSError as exc:
+        return f'<p class="meta">plot {_e(path)} not readable: {_e(exc.strerror or exc)}</p>'
+    return f'<img alt="{_e(Path(path).name)}" src="data:image/png;base64,{data}">'
