@@ -61,7 +61,7 @@ def html_report(
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in notes) + "</ul>")
     parts.append("<h2>Tests</h2>")
     for test_id in _tests_worst_first(ordered):
-        test_rows = [r for r in ordered if r.test_id == test_id]
+        test_rows = [r for r in ordered if _node(r.test_id) == test_id]
         parts.append(_test_section(test_id, test_rows, plots.get(test_id, ())))
     parts.append("</body></html>")
     return "\n".join(parts)
@@ -108,11 +108,16 @@ def _verdict_table(rows: Sequence[ReportRow]) -> str:
 
 
 def _tests_worst_first(rows: Sequence[ReportRow]) -> list[str]:
-    return list(dict.fromkeys(r.test_id for r in rows))  # rows are already worst first
+    return list(dict.fromkeys(_node(r.test_id) for r in rows))  # rows are already worst first
+
+
+def _node(test_id: str) -> str:
+    """The pytest node id of a row's test label (``id [measurement]`` names one measurement)."""
+    return test_id.split(" [", 1)[0]
 
 
 def _anchor(test_id: str) -> str:
-    return "t-" + "".join(c if c.isalnum() else "-" for c in test_id)
+    return "t-" + "".join(c if c.isalnum() else "-" for c in _node(test_id))
 
 
 def _test_section(test_id: str, rows: Sequence[ReportRow], plots: Sequence[str]) -> str:
@@ -125,7 +130,8 @@ def _test_section(test_id: str, rows: Sequence[ReportRow], plots: Sequence[str])
     ]
     for r in rows:
         lines.append(
-            f"<li><span class=v>{_e(r.verdict)}</span> <code>{_e(r.budget)}</code>: {_e(r.measured)} "
+            f"<li><span class=v>{_e(r.verdict)}</span>{_e(r.test_id[len(test_id) :])} <code>{_e(r.budget)}</code>: "
+            f"{_e(r.measured)} "
             f"{_e(r.interval)} vs {_e(r.reference or 'absolute')}, {r.rounds} rounds"
             + (f"; driver {_e(r.driver)} on {_e(r.where)}" if r.driver else "")
         )

@@ -74,6 +74,19 @@ def test_the_page_leads_with_the_verdicts_worst_first_and_opens_failures_only(tm
     assert page.images and all(src.startswith("data:image/png;base64,") for src in page.images)
 
 
+def test_the_measurements_of_a_test_share_its_section_and_its_plots(tmp_path: Path) -> None:
+    node = "examples/test_sidecar.py::test_p90_per_depth"
+    depth_rows = [
+        ReportRow(f"{node} [depth={d}]", "p90_added <= 1ms per hop", "reference", "400us", "[300us, 500us]", "PASS", 4)
+        for d in (3, 5)
+    ]
+    page = Page()
+    page.feed(html_report(depth_rows, plots(tmp_path) | {node: plots(tmp_path)[FAILING]}))
+    assert [anchor for anchor, _ in page.details] == ["t-examples-test-sidecar-py--test-p90-per-depth"]
+    assert len(page.images) == len(plots(tmp_path)[FAILING])
+    assert "[depth=3]" in " ".join(page.text) and "[depth=5]" in " ".join(page.text)
+
+
 def test_every_text_is_escaped(tmp_path: Path) -> None:
     doc = html_report(rows(), {}, {}, notes=["a <script>note</script>"])
     assert "<nginx>" not in doc and "&lt;nginx&gt;" in doc
