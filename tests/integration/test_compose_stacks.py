@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker
 import pytest
 from docker import DockerClient
 from docker_helpers import get, run_driver
@@ -356,6 +357,16 @@ def test_a_failing_build_quotes_the_build_output(launcher: ComposeLauncher, tmp_
         launcher.up(StackSpec.build(compose_file))
     text = str(caught.value)
     assert "building service(s) web" in text and "build-step-broke" in text
+    client = docker.from_env()
+    try:  # the failed step's intermediate container is not left behind
+        left = [
+            c
+            for c in client.containers.list(all=True)
+            if "build-step-broke" in " ".join(c.attrs["Config"]["Cmd"] or [])
+        ]
+    finally:
+        client.close()
+    assert left == []
 
 
 def test_a_stack_with_an_init_service_that_finishes(launcher: ComposeLauncher, tmp_path: Path) -> None:

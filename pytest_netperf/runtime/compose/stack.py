@@ -426,7 +426,8 @@ class ComposeStack:
         began = time.monotonic()
         buildable = [s for s in self._started if P.services_of(self.config)[s].get("build") is not None]
         if buildable:
-            code, output = self._project.run("build", *buildable, timeout_s=BUILD_TIMEOUT_S)
+            # --force-rm: a failing build step leaves no intermediate container behind
+            code, output = self._project.run("build", "--force-rm", *buildable, timeout_s=BUILD_TIMEOUT_S)
             if code != 0:
                 raise ComposeStartError(
                     f"building service(s) {', '.join(buildable)} of {self.file} failed (exit status {code}):\n{output}"
