@@ -126,7 +126,10 @@ class Child:
                 if until is None:
                     return self.info
                 assert client is not None
-                found = client.containers.list(all=True, filters={"label": [f"{L.SESSION}={self.info['session']}"]})
+                # sparse: no inspect per container, so one removed between list and inspect is no error
+                found = client.containers.list(
+                    all=True, sparse=True, filters={"label": [f"{L.SESSION}={self.info['session']}"]}
+                )
                 if found:
                     return self.info
             if self.process.poll() is not None or time.monotonic() > deadline:

@@ -361,7 +361,7 @@ def test_a_failing_build_quotes_the_build_output(launcher: ComposeLauncher, tmp_
     try:  # the failed step's intermediate container is not left behind
         left = [
             c
-            for c in client.containers.list(all=True)
+            for c in client.containers.list(all=True, ignore_removed=True)
             if "build-step-broke" in " ".join(c.attrs["Config"]["Cmd"] or [])
         ]
     finally:

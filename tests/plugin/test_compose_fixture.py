@@ -119,7 +119,12 @@ def test_gate_over_a_compose_stack_reuses_it_and_removes_it_at_session_end(
         assert {(r["budget"], r["verdict"]) for r in rows} == {("p50 < 200ms", "PASS"), ("error_rate <= 0%", "PASS")}
         assert {r["where"] for r in rows} == {"host"}
         assert seen["gate"].startswith(f"netperf-{seen['session']}-main-infra-")
-        left = [c.name for c in client.containers.list(all=True, filters={"label": [f"{L.SESSION}={seen['session']}"]})]
+        left = [
+            c.name
+            for c in client.containers.list(
+                all=True, ignore_removed=True, filters={"label": [f"{L.SESSION}={seen['session']}"]}
+            )
+        ]
         left += [n.name for n in client.networks.list(filters={"label": [f"{L.SESSION}={seen['session']}"]})]
         assert left == [], f"left after the session ended: {left}"
     finally:
