@@ -18,7 +18,7 @@ pub struct Opts {
 pub enum Command {
     /// Measure an HTTP/1.1 target (closed loop, or open loop with --rate).
     Http(HttpOpts),
-    /// Run the echo server (delay=, size=, status=, depth= query parameters; /healthz).
+    /// Run the echo server (delay=, burn=, size=, status=, depth= query parameters; /healthz).
     Echo(EchoOpts),
 }
 

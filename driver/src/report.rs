@@ -68,6 +68,10 @@ pub struct Summary {
     /// Requests sent before the window and still unanswered at its end: in `latency_ns` at
     /// their age then (a lower bound), not in `requests`, `ok` or `service_time_ns`.
     pub censored: u64,
+    /// Responses (any status) completed over the whole run, warmup and drain included: a
+    /// resource counter of the system under test sampled around the whole driver process
+    /// divides by this.
+    pub completed_total: u64,
     pub status_codes: BTreeMap<String, u64>,
     pub errors: BTreeMap<&'static str, u64>,
     pub sockets_opened: u64,
@@ -224,6 +228,7 @@ impl Document {
                 ok: stats.ok,
                 non_2xx: stats.non_2xx,
                 censored: stats.censored,
+                completed_total: stats.completed_total,
                 status_codes,
                 errors,
                 sockets_opened: stats.sockets_opened + facts.preflight_sockets,

@@ -64,6 +64,20 @@ fn delay_is_applied_and_pipelined_requests_stay_in_order() {
 }
 
 #[test]
+fn burn_spends_cpu_before_answering() {
+    let echo = Echo::start(&[]);
+    let mut s = TcpStream::connect(("127.0.0.1", echo.port)).unwrap();
+    let t0 = Instant::now();
+    let (status, _, _) = exchange(&mut s, "GET /?burn=5ms HTTP/1.1\r\nHost: x\r\n\r\n");
+    let elapsed = t0.elapsed();
+    assert_eq!(status, 200);
+    assert!(elapsed.as_micros() >= 5_000, "answered after {elapsed:?}");
+    let (status, _, body) = exchange(&mut s, "GET /?burn=5s HTTP/1.1\r\nHost: x\r\n\r\n");
+    assert_eq!(status, 400);
+    assert!(body.contains("burn 5s above 1s"), "{body}");
+}
+
+#[test]
 fn http10_and_close_parameter_close_the_connection() {
     let echo = Echo::start(&[]);
     for request in [

@@ -95,6 +95,9 @@ fn open_loop_sends_exactly_the_timetable_and_measures_the_delay() {
         "constant schedule: rate x duration"
     );
     assert_eq!(num(&doc, "summary.requests"), 400.0);
+    // every response of the run: 80 of the 200 ms warmup plus the window's 400
+    let total = num(&doc, "summary.completed_total");
+    assert!((475.0..=481.0).contains(&total), "completed_total {total}");
     assert!(num(&doc, "latency_ns.p50") >= 2_000_000.0);
     assert!(num(&doc, "service_time_ns.p50") >= 2_000_000.0);
     assert!(num(&doc, "latency_ns.p50") >= num(&doc, "service_time_ns.p50"));

@@ -4,6 +4,7 @@ use std::io::{self, Read, Write};
 
 use mio::net::TcpStream;
 
+use super::burn;
 use super::params::EchoParams;
 use crate::http1::{parse_request_head, reason_phrase, BodyReader};
 
@@ -220,6 +221,7 @@ impl Inbound {
                 return None;
             }
         };
+        burn::burn(params.burn_ns);
         if params.depth > 0 {
             if !has_next {
                 let msg = "depth>0 needs an echo server started with --next URL\n".to_string();

@@ -1,6 +1,7 @@
-//! `netperf-driver echo`: a keep-alive HTTP/1.1 server with delays, sizes, statuses and
-//! call chains, run as one mio event loop per thread on SO_REUSEPORT listeners.
+//! `netperf-driver echo`: a keep-alive HTTP/1.1 server with delays, CPU burns, sizes,
+//! statuses and call chains, run as one mio event loop per thread on SO_REUSEPORT listeners.
 
+mod burn;
 mod inbound;
 mod params;
 mod upstream;

@@ -1,4 +1,7 @@
-//! Query parameters the echo server understands: `delay`, `size`, `status`, `depth`, `close`.
+//! Query parameters the echo server understands: `delay`, `burn`, `size`, `status`, `depth`,
+//! `close`. `burn=10us` spends that much CPU time of the serving thread per request (an exact
+//! CPU regression to inject); like `delay` it is forwarded down a `depth` chain, so every hop
+//! burns.
 
 use crate::clock::parse_duration_ns;
 
@@ -8,12 +11,16 @@ pub const MAX_SIZE: u64 = 64 << 20;
 pub const MAX_DEPTH: u32 = 64;
 /// Longest accepted delay (60 s).
 pub const MAX_DELAY_NS: u64 = 60_000_000_000;
+/// Most CPU time one request may burn (1 s).
+pub const MAX_BURN_NS: u64 = 1_000_000_000;
 
 /// What one request asks of the echo server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EchoParams {
     /// Wait this long before answering.
     pub delay_ns: u64,
+    /// Spend this much CPU time (of the serving thread) before answering.
+    pub burn_ns: u64,
     /// Response body size; `None` means the default body.
     pub size: Option<u64>,
     /// Response status code.
@@ -32,6 +39,7 @@ impl EchoParams {
         let query = target.split_once('?').map(|(_, q)| q).unwrap_or("");
         let mut params = EchoParams {
             delay_ns: 0,
+            burn_ns: 0,
             size: None,
             status: 200,
             depth: 0,
@@ -47,6 +55,12 @@ impl EchoParams {
                         parse_duration_ns(value).map_err(|e| format!("delay: {e}"))?;
                     if params.delay_ns > MAX_DELAY_NS {
                         return Err(format!("delay {value} above 60s"));
+                    }
+                }
+                "burn" => {
+                    params.burn_ns = parse_duration_ns(value).map_err(|e| format!("burn: {e}"))?;
+                    if params.burn_ns > MAX_BURN_NS {
+                        return Err(format!("burn {value} above 1s"));
                     }
                 }
                 "size" => {
@@ -138,6 +152,17 @@ mod tests {
     }
 
     #[test]
+    fn burn_is_parsed_and_forwarded_like_delay() {
+        let p = EchoParams::from_target("/?burn=10us&depth=2").unwrap();
+        assert_eq!(p.burn_ns, 10_000);
+        assert_eq!(p.next_target("/"), "/?burn=10us&depth=1");
+        assert_eq!(
+            EchoParams::from_target("/?burn=2s").unwrap_err(),
+            "burn 2s above 1s"
+        );
+    }
+
+    #[test]
     fn rejects_bad_values() {
         for bad in [
             "/?delay=abc",
@@ -146,6 +171,8 @@ mod tests {
             "/?status=700",
             "/?depth=1000",
             "/?delay=2h",
+            "/?burn=abc",
+            "/?burn=2s",
         ] {
             assert!(EchoParams::from_target(bad).is_err(), "{bad}");
         }

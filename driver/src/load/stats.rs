@@ -96,6 +96,8 @@ pub struct ThreadStats {
     pub errors: [u64; ERROR_KINDS],
     /// Responses (any status, warmup requests included) completed inside the window.
     pub completed_in_window: u64,
+    /// Responses (any status) completed over the whole run: warmup, window and drain.
+    pub completed_total: u64,
     pub sockets_opened: u64,
     pub reconnects: u64,
     pub bytes_sent: u64,
@@ -127,6 +129,7 @@ impl ThreadStats {
             censored: 0,
             errors: [0; ERROR_KINDS],
             completed_in_window: 0,
+            completed_total: 0,
             sockets_opened: 0,
             reconnects: 0,
             bytes_sent: 0,
@@ -239,6 +242,7 @@ impl ThreadStats {
         self.non_2xx += other.non_2xx;
         self.censored += other.censored;
         self.completed_in_window += other.completed_in_window;
+        self.completed_total += other.completed_total;
         self.sockets_opened += other.sockets_opened;
         self.reconnects += other.reconnects;
         self.bytes_sent += other.bytes_sent;

@@ -529,6 +529,7 @@ impl Worker {
             .take()
             .expect("busy connection has a request");
         self.watch.alive(done, &self.liveness);
+        self.stats.completed_total += 1;
         if req.in_window {
             self.stats
                 .response(req.intended_ns, req.sent_ns, done, status);
