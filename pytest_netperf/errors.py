@@ -27,6 +27,10 @@ class InvalidMeasurement(NetperfError):
         self.reason = reason
 
 
+class CgroupError(NetperfError):
+    """What a container of the system under test spent cannot be read; names the path or container."""
+
+
 class BaselineError(NetperfError):
     """A baseline file is corrupt, of an unknown version, or cannot be written."""
 

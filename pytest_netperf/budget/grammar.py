@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal, Optional, Union
 
 from pytest_netperf.budget import metrics
@@ -25,6 +25,13 @@ Form = Literal["value", "loss", "added", "ratio"]
 OPERATORS = ("<", "<=", ">", ">=", "==")
 
 _TIME_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
+#: Memory units, binary as Docker's limits are (``64m`` there, ``64MB`` or ``64MiB`` here).
+_BYTE_UNITS = {
+    "b": 1.0,
+    **{f"{p}{s}": float(1024**power) for power, p in enumerate("kmg", start=1) for s in ("", "b", "ib")},
+}
+#: ``per 1k rps``: a cores budget normalised by throughput (Istio's "vCPU per 1000 rps").
+PER_KRPS_TEXT = "cores per 1k rps"
 _COUNT_SUFFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6}
 # Longest first, so "ms" wins over "m" and "s".
 _KNOWN_UNITS = sorted(set(_TIME_UNITS) | {"k", "K", "M", "m", "%", "x", "X", "×"}, key=len, reverse=True)
@@ -38,7 +45,8 @@ _BUDGET_RE = re.compile(
     re.VERBOSE,
 )
 _QUALIFIER_RE = re.compile(
-    r"(?:(?:vs|versus|of)?(?:the)?(?P<target>reference|ref|baseline|base)|per(?P<per>hop|depth))"
+    r"(?:(?:vs|versus|of)?(?:the)?(?P<target>reference|ref|baseline|base)|per(?P<per>hop|depth)"
+    r"|per(?P<krps>1k|1000)(?:rps|requests/s|req/s))"
 )
 
 
@@ -58,6 +66,9 @@ class Budget:
     comparison: Comparison = "absolute"
     form: Form = "value"
     per_hop: bool = False
+    #: Written ``cpu[X] <= 0.6 per 1k rps``: judged as ``cpu_per_request[X]`` (0.6 cores per
+    #: 1000 rps is 600us of CPU per request) and shown in cores per 1k rps.
+    per_krps: bool = False
 
     def __str__(self) -> str:
         return self.text
@@ -96,6 +107,8 @@ class Budget:
             return "%"
         if self.form == "ratio":
             return "x"
+        if self.per_krps:
+            return PER_KRPS_TEXT
         return metrics.get(self.metric).unit
 
     def satisfied_by(self, value: float) -> bool:
@@ -104,6 +117,8 @@ class Budget:
 
     def format_value(self, value: float) -> str:
         """Render a value of the judged quantity in the budget's display unit."""
+        if self.per_krps and math.isfinite(value):
+            return f"{value / 1e6:.3g} {PER_KRPS_TEXT}"
         if math.isnan(value) or math.isinf(value) or self.unit not in ("%", "x"):
             return metrics.format_metric(self.metric, value)
         if self.unit == "%":
@@ -128,6 +143,8 @@ class Budget:
             what = "error rate over all requests of all rounds"
         elif self.metric == "sockets":
             what = "sockets opened in every round"
+        elif self.per_krps:
+            what = f"cores per 1000 rps (CPU per request) of {', '.join(metrics.get(self.metric).scope)}"
         else:
             what = f"{self.metric} (absolute)"
         hop = " per hop" if self.per_hop else ""
@@ -203,7 +220,8 @@ def parse_budget(text: str) -> Budget:
     source = text.strip()
     if not source:
         raise BudgetSyntaxError("empty budget; expected e.g. 'p90 < 1ms' or 'rps_loss <= 10%'")
-    match = _BUDGET_RE.match(source)
+    # node names in brackets may be written with spaces: cpu[app, db]
+    match = _BUDGET_RE.match(re.sub(r"\[([^\]]*)\]", lambda m: "[" + "".join(m.group(1).split()) + "]", source))
     if match is None:  # pragma: no cover - the pattern accepts any non-empty text
         raise BudgetSyntaxError(f"cannot read budget {source!r}; expected e.g. 'p90 < 1ms'")
     metric, form = _split_metric(match.group("metric"), source)
@@ -214,7 +232,10 @@ def parse_budget(text: str) -> Budget:
             f"budget {source!r} needs a non-negative number after {op!r}; expected e.g. 'p90 < 1ms'"
         )
     unit, rest = _split_unit(match.group("unit"), match.group("rest"), source)
-    target, per_hop = _parse_qualifiers(rest, source)
+    target, per_hop, per_krps = _parse_qualifiers(rest, source)
+    if per_krps:  # 1 core per 1000 rps is 1ms (1e6 ns) of CPU per request
+        metric = _per_krps_metric(source, metric, form, unit, target)
+        return replace(_build(source, metric, form, op, float(number) * 1e6, "ns", None, per_hop), per_krps=True)
     return _build(source, metric, form, op, float(number), unit, target, per_hop)
 
 
@@ -224,14 +245,34 @@ def _metric_kind(metric: str) -> Family:
 
 
 def _split_metric(raw: str, source: str) -> tuple[str, Form]:
+    if "[" in raw:  # a metric of the system under test, scoped to nodes: cpu_per_request[edge]
+        base = raw.split("[", 1)[0].lower()
+        if not raw.endswith("]"):
+            raise BudgetSyntaxError(
+                f"budget {source!r}: close the brackets after the node names, without spaces, e.g. '{base}[app,db]'"
+            )
+        if base not in metrics.SYSTEM_METRICS:
+            known_system = ", ".join(f"{m}[node]" for m in metrics.SYSTEM_METRICS)
+            raise BudgetSyntaxError(
+                f"unknown metric {raw!r} in budget {source!r}; only these take [nodes]: {known_system}"
+            )
+        try:
+            return metrics.get(base + raw[len(base) :]).name, "value"
+        except KeyError as exc:
+            raise BudgetSyntaxError(f"budget {source!r}: {exc.args[0]}") from None
     name = raw.lower()
+    if name in metrics.SYSTEM_METRICS:
+        raise BudgetSyntaxError(
+            f"budget {source!r}: {name} is read per node; name them, e.g. '{name}[edge]', '{name}[envoy-*]' "
+            f"or '{name}[*]' for the whole system under test"
+        )
     known = metrics.names()
     for suffix, form in (("_loss", "loss"), ("_added", "added")):
         if name.endswith(suffix) and name[: -len(suffix)] in known:
             return name[: -len(suffix)], form  # type: ignore[return-value]
     if name in known:
         return name, "value"
-    expected = ", ".join(known + ("rps_loss", "<latency>_added"))
+    expected = ", ".join(known + ("rps_loss", "<latency>_added") + tuple(f"{m}[node]" for m in metrics.SYSTEM_METRICS))
     raise BudgetSyntaxError(f"unknown metric {raw!r} in budget {source!r}; expected one of {expected}")
 
 
@@ -252,7 +293,7 @@ def _check_operator(op: Optional[str], source: str) -> str:
 
 def _split_unit(unit: str, rest: str, source: str) -> tuple[str, str]:
     """Separate the unit from qualifiers written without a space (``1.2xreference``)."""
-    if unit == "" or unit in _KNOWN_UNITS:
+    if unit == "" or unit in _KNOWN_UNITS or unit.lower() in _BYTE_UNITS:
         return unit, rest
     if _qualifiers_parse(unit + rest):  # no unit at all: "rps >= 5 reference"
         return "", unit + rest
@@ -279,29 +320,44 @@ def _qualifiers_parse(rest: str) -> bool:
     return True
 
 
-def _parse_qualifiers(rest: str, source: str) -> tuple[Optional[str], bool]:
+def _parse_qualifiers(rest: str, source: str) -> tuple[Optional[str], bool, bool]:
     squeezed = re.sub(r"\s+", "", rest).lower()
     target: Optional[str] = None
-    per_hop = False
+    per_hop = per_krps = False
     position = 0
     while position < len(squeezed):
         found = _QUALIFIER_RE.match(squeezed, position)
         if found is None:
             raise BudgetSyntaxError(
                 f"unexpected {rest.strip()!r} in budget {source!r}; expected nothing, "
-                "'reference', 'baseline', 'base', 'vs base' or 'per hop'"
+                "'reference', 'baseline', 'base', 'vs base', 'per hop' or 'per 1k rps'"
             )
         if found.group("target"):
             if target is not None:
                 raise BudgetSyntaxError(f"budget {source!r} names what to compare with twice")
             # "base": the base revision (--netperf-base), else the stored baseline
             target = "baseline" if found.group("target") in ("baseline", "base") else "reference"
+        elif found.group("krps"):
+            if per_krps:
+                raise BudgetSyntaxError(f"budget {source!r} says 'per 1k rps' twice")
+            per_krps = True
         else:
             if per_hop:
                 raise BudgetSyntaxError(f"budget {source!r} says 'per hop' twice")
             per_hop = True
         position = found.end()
-    return target, per_hop
+    return target, per_hop, per_krps
+
+
+def _per_krps_metric(source: str, metric: str, form: Form, unit: str, target: Optional[str]) -> str:
+    """``cpu[X] <= 0.6 per 1k rps`` is judged as ``cpu_per_request[X]``; anything else is an error."""
+    scoped = metrics.split_scoped(metric)
+    if scoped is None or scoped[0] != "cpu" or form != "value" or target is not None or unit != "":
+        raise BudgetSyntaxError(
+            f"{source!r}: 'per 1k rps' takes an absolute number of cores, e.g. 'cpu[*] <= 0.6 per 1k rps'; "
+            "for a comparison write 'cpu_per_request[edge] <= 1.05x base'"
+        )
+    return metrics.get("cpu_per_request[" + ",".join(scoped[1]) + "]").name
 
 
 def _build(
@@ -363,6 +419,9 @@ def _check_satisfiable(source: str, metric: str, form: Form, op: str, threshold:
         )
 
 
+_RATIO_FAMILIES = (Family.LATENCY, Family.RATE, Family.CPU_TIME, Family.CORES, Family.BYTES)
+
+
 def _check_ratio(source: str, metric: str, form: Form, kind: Family, target: Optional[str]) -> Form:
     if form == "loss":
         raise BudgetSyntaxError(f"{source!r}: a loss is a percentage, e.g. 'rps_loss <= 10%'")
@@ -371,9 +430,10 @@ def _check_ratio(source: str, metric: str, form: Form, kind: Family, target: Opt
             f"{source!r}: added latency takes a time unit (ns, us, ms, s); "
             f"for a factor write '{metric} <= 1.2x reference'"
         )
-    if kind not in (Family.LATENCY, Family.RATE):
+    if kind not in _RATIO_FAMILIES:
         raise BudgetSyntaxError(
-            f"{source!r}: a ratio applies to rps and latency metrics; {metric} budgets are absolute, e.g. 'errors == 0'"
+            f"{source!r}: a ratio applies to rps, latency, CPU and memory metrics; "
+            f"{metric} budgets are absolute, e.g. 'errors == 0'"
         )
     if target is None:
         raise BudgetSyntaxError(
@@ -427,7 +487,23 @@ def _check_value(
             f"'{metric} {op} {number:g}x {target}'"
             + (f", or write '{metric}_added <= 1ms vs {target}'" if kind == Family.LATENCY else "")
         )
-    if kind == Family.LATENCY:
+    if kind == Family.BYTES:
+        if unit.lower() not in _BYTE_UNITS:
+            raise BudgetSyntaxError(
+                f"{source!r}: a memory limit takes a unit (B, KB, MB, GB; binary, so MB = MiB), not {unit!r}"
+            )
+        return number * _BYTE_UNITS[unit.lower()]
+    if kind == Family.CORES and unit != "":
+        raise BudgetSyntaxError(
+            f"{source!r}: {metric} is a number of cores, written without a unit (e.g. 'cpu[*] <= 1.5'), "
+            "or per throughput: 'cpu[*] <= 0.6 per 1k rps'"
+        )
+    if kind == Family.CPU_TIME and unit.lower() not in _TIME_UNITS:
+        raise BudgetSyntaxError(
+            f"{source!r}: CPU per request takes a time unit (ns, us, ms, s), e.g. '{metric} <= 50us', "
+            f"or a factor: '{metric} <= 1.05x base'"
+        )
+    if kind in (Family.LATENCY, Family.CPU_TIME):
         if unit == "":
             raise BudgetSyntaxError(f"latency budget {source!r} needs a unit (ns, us, ms, s)")
         if unit.lower() not in _TIME_UNITS:

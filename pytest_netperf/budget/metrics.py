@@ -4,20 +4,28 @@ This is the one place that knows what ``p90`` or ``rps`` means. The budget gramm
 the statistics, baselines, reports, plots and the CLI read it; adding a metric is one
 :class:`Metric` entry in :data:`REGISTRY` plus its extractor.
 
-Values are canonical: latency in nanoseconds, throughput in responses per second,
-fractions as fractions (0.1 for 10%), counts as counts.
+Values are canonical: latency and CPU time in nanoseconds, throughput in responses per
+second, fractions as fractions (0.1 for 10%), counts as counts, cores as cores, memory in
+bytes.
+
+What the system under test spent is read per node and scoped in the name:
+``cpu_per_request[edge]``, ``mem[envoy-*]``, ``cpu[*]`` (:data:`SYSTEM_METRICS`); :func:`get`
+builds such a metric from its name.
 """
 
 from __future__ import annotations
 
+import functools
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
+from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any, Optional
 
 if TYPE_CHECKING:  # the registry reads rounds but does not import the result model
-    from pytest_netperf.measure.results import RoundResult
+    from pytest_netperf.measure.results import RoundResult, SystemCosts
 
 
 class Family(str, Enum):
@@ -27,6 +35,12 @@ class Family(str, Enum):
     RATE = "rate"
     COUNT = "count"
     FRACTION = "fraction"
+    #: CPU time the system under test spent per response (nanoseconds).
+    CPU_TIME = "cpu time"
+    #: Cores the system under test kept busy.
+    CORES = "cores"
+    #: Memory (bytes).
+    BYTES = "bytes"
 
     def __str__(self) -> str:
         return self.value
@@ -48,6 +62,9 @@ FAMILY_UNITS = {
     Family.RATE: "responses/s",
     Family.COUNT: "count",
     Family.FRACTION: "fraction",
+    Family.CPU_TIME: "ns",
+    Family.CORES: "cores",
+    Family.BYTES: "bytes",
 }
 
 Extractor = Callable[["RoundResult"], float]
@@ -66,6 +83,8 @@ class Metric:
     stored: bool = True
     #: For a latency percentile: which one (0-100); None for every other metric.
     percentile: Optional[float] = None
+    #: For a metric of the system under test: the node-name patterns it sums over.
+    scope: tuple[str, ...] = ()
 
     @property
     def unit(self) -> str:
@@ -115,14 +134,26 @@ def format_fraction(value: float) -> str:
     return f"{value * 100:.3g}%"
 
 
+def format_bytes(value: float) -> str:
+    """Bytes in binary units, as Docker's limits are: ``64.0MiB``, ``512KiB``, ``1.50GiB``."""
+    for factor, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
+        if abs(value) >= factor:
+            return f"{value / factor:.3g}{unit}"
+    return f"{value:.0f}B"
+
+
 def format_value(family: Family, value: Optional[float]) -> str:
     """Format a canonical value of ``family``; ``n/a`` for None/NaN, ``inf`` kept."""
     if value is None or math.isnan(value):
         return "n/a"
     if math.isinf(value):
         return "-inf" if value < 0 else "inf"
-    if family is Family.LATENCY:
+    if family in (Family.LATENCY, Family.CPU_TIME):
         return format_duration_ns(value)
+    if family is Family.CORES:
+        return f"{value:.3g} cores"
+    if family is Family.BYTES:
+        return format_bytes(value)
     if family is Family.RATE:
         return format_rate(value)
     if family is Family.FRACTION:
@@ -187,12 +218,126 @@ REGISTRY: dict[str, Metric] = {
 ERROR_METRICS = ("errors", "error_rate")
 
 
+# ----- what the system under test spent, per node ----------------------------------------
+class MetricUnavailable(KeyError):
+    """A round cannot give this metric: no costs were read, or the scope matches no node."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
+
+
+@dataclass(frozen=True)
+class SystemMetric:
+    """A metric of the system under test, before it is scoped to nodes."""
+
+    name: str
+    family: Family
+    description: str
+
+
+#: The metrics read from the cgroups of the system under test; written ``name[scope]``.
+SYSTEM_METRICS: dict[str, SystemMetric] = {
+    m.name: m
+    for m in (
+        SystemMetric(
+            "cpu_per_request",
+            Family.CPU_TIME,
+            "CPU time (user + system) of the scoped nodes per response served",
+        ),
+        SystemMetric("cpu", Family.CORES, "cores the scoped nodes kept busy while serving the round's rate"),
+        SystemMetric("mem", Family.BYTES, "working set of the scoped nodes at the end of the round"),
+        SystemMetric("mem_peak", Family.BYTES, "largest working set of the scoped nodes sampled during the round"),
+    )
+}
+_SCOPED = re.compile(r"^(?P<base>[a-z_]+)\[(?P<scope>[^\[\]]*)\]$")
+_SCOPE_PATTERN = re.compile(r"^[A-Za-z0-9_.*?-]+$")
+
+
+def split_scoped(name: str) -> Optional[tuple[str, tuple[str, ...]]]:
+    """``cpu[edge,envoy-*]`` -> ``("cpu", ("edge", "envoy-*"))``; None for any other name.
+    ValueError when the brackets hold no valid node pattern."""
+    match = _SCOPED.match(name.strip())
+    if match is None or match.group("base") not in SYSTEM_METRICS:
+        return None
+    patterns = tuple(p.strip() for p in match.group("scope").split(","))
+    bad = [p for p in patterns if not _SCOPE_PATTERN.match(p)]
+    if bad or not patterns:
+        raise ValueError(
+            f"{name!r}: the brackets name nodes or services, e.g. [edge], [envoy-*], [app,db] or [*]; "
+            f"not {', '.join(repr(p) for p in bad) or 'nothing'}"
+        )
+    return match.group("base"), patterns
+
+
+def scope_nodes(system: SystemCosts, scope: tuple[str, ...]) -> list[str]:
+    """The nodes of ``system`` that ``scope``'s patterns match (shell-style, case-sensitive)."""
+    return [node for node in system.nodes if any(fnmatchcase(node, pattern) for pattern in scope)]
+
+
+def _system_extractor(base: str, scope: tuple[str, ...], name: str) -> Extractor:
+    def extract(r: RoundResult) -> float:
+        system = r.system
+        if system is None:
+            raise MetricUnavailable(f"{name}: this round has no system-under-test costs (a plain URL target)")
+        nodes = scope_nodes(system, scope)
+        if not nodes:
+            raise MetricUnavailable(f"{name}: no node matches; the nodes are {', '.join(system.nodes) or 'none'}")
+        spent = [system.nodes[n] for n in nodes]
+        cpu_ns = float(sum(n.cpu_ns for n in spent))
+        if base == "mem":
+            return float(sum(n.mem_bytes for n in spent))
+        if base == "mem_peak":
+            return float(sum(n.mem_peak_bytes for n in spent))
+        if base == "cpu" and (not system.served or r.achieved_rps <= 0):
+            return cpu_ns / 1e9 / system.span_s if system.span_s > 0 else math.nan
+        if not system.served:
+            raise MetricUnavailable(f"{name}: no response was served in the round")
+        per_request = cpu_ns / system.served
+        # cores at the round's rate; the sampled span also holds the driver's start and exit
+        return per_request * r.achieved_rps / 1e9 if base == "cpu" else per_request
+
+    return extract
+
+
+@functools.lru_cache(maxsize=512)
+def _scoped_metric(name: str) -> Optional[Metric]:
+    parts = split_scoped(name)
+    if parts is None:
+        return None
+    base, scope = parts
+    system = SYSTEM_METRICS[base]
+    canonical = f"{base}[{','.join(scope)}]"
+    return Metric(
+        canonical,
+        system.family,
+        Better.LOWER,
+        _system_extractor(base, scope, canonical),
+        f"{system.description} ({', '.join(scope)})",
+        stored=False,
+        scope=scope,
+    )
+
+
 def get(name: str) -> Metric:
-    """The metric called ``name``; KeyError listing the known names otherwise."""
+    """The metric called ``name`` (``cpu_per_request[edge]`` too); KeyError listing the known
+    names otherwise."""
     try:
         return REGISTRY[name]
     except KeyError:
-        raise KeyError(f"unknown metric {name!r}; known: {', '.join(REGISTRY)}") from None
+        pass
+    try:
+        scoped = _scoped_metric(name)
+    except ValueError as exc:
+        raise KeyError(str(exc)) from None
+    if scoped is None:
+        known = ", ".join([*REGISTRY, *(f"{m}[node]" for m in SYSTEM_METRICS)])
+        raise KeyError(f"unknown metric {name!r}; known: {known}")
+    return scoped
+
+
+def is_system_metric(name: str) -> bool:
+    """True for a metric read from the system under test's cgroups (``cpu[edge]`` …)."""
+    return bool(get(name).scope)
 
 
 def names(*families: Family) -> tuple[str, ...]:

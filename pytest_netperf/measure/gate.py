@@ -20,6 +20,7 @@ from pytest_netperf.drivers.base import CommandRunner, Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
 from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.measure.system_costs import check_probes, closed_loop_note, run_with_costs, system_budgets
 from pytest_netperf.measure.targets import TargetLike, host_header, target_url
 from pytest_netperf.measure.validity import samples_problem, saturation_problem
 from pytest_netperf.report.failure import FailureContext, failure_text
@@ -57,6 +58,8 @@ class Series:
     #: What the report prints with the rows of this series: the target's own facts
     #: (``images``, ``resources``) and the gate's (``driver cores`` when the driver is pinned).
     facts: dict[str, str] = field(default_factory=dict)
+    #: Reads what the target's system under test spends per round (None for a plain URL).
+    costs: Any = None
 
     def values(self, metric: str) -> list[float]:
         """Per-round values of ``metric``."""
@@ -195,6 +198,7 @@ class Gate:
         self._noise = noise  # from an earlier A/A run (--netperf-calibrate), if any
         self._started = time.monotonic()
         self.implicit_error_budget = not any(b.metric in ERROR_METRICS for b in self.budgets)
+        self._system_budgets = system_budgets(self.budgets)
 
     # ------------------------------------------------------------------ public API
     def noise_warnings(self) -> list[str]:
@@ -230,6 +234,7 @@ class Gate:
         cand = self._series("candidate", target, shape, driver)
         m = self._new_measurement(key, cand, None, hops)
         self._attach_base(m, target, shape, driver)
+        self._check_costs(m)
         self._run_rounds(m, rounds)
         return m
 
@@ -253,6 +258,7 @@ class Gate:
         ref = self._series("reference", reference, shape, driver)
         m = self._new_measurement(key, cand, ref, hops)
         self._attach_base(m, candidate, shape, driver)
+        self._check_costs(m)
         self._run_rounds(m, rounds)
         return m
 
@@ -321,6 +327,7 @@ class Gate:
         drv = self._driver_factory(name, runner)
         images = {} if isinstance(target, str) else dict(getattr(target, "images", None) or {})
         guard = None if isinstance(target, str) else getattr(target, "guard", None)
+        costs = None if isinstance(target, str) else getattr(target, "costs", None)
         return Series(
             label=label,
             url=url,
@@ -331,6 +338,7 @@ class Gate:
             driver_instance=drv,
             guard=guard if callable(guard) else None,
             facts=series_facts(target, drv),
+            costs=costs,
         )
 
     def _attach_base(self, m: Measurement, target: TargetLike, shape: LoadShape, driver: Optional[str]) -> None:
@@ -374,11 +382,16 @@ class Gate:
         shape = series.shape
         if series.rounds:  # warm already: the new connections only need to settle
             shape = replace(shape, warmup_s=min(shape.warmup_s, self.settings.round_warmup_s))
-        for attempt in range(self.settings.saturated_retries + 1):
+
+        def run() -> RoundResult:
             try:
-                result = series.driver_instance.run(series.url, shape)
+                return series.driver_instance.run(series.url, shape)
             except DriverError as exc:
                 raise InvalidMeasurement(f"{series.label} {series.url}: {exc}") from exc
+
+        needs_costs = bool(self._system_budgets)
+        for attempt in range(self.settings.saturated_retries + 1):
+            result = run_with_costs(run, series.costs, where, needs_costs, self.notes)
             problem = saturation_problem(result)
             if not problem:
                 break
@@ -392,14 +405,25 @@ class Gate:
             raise InvalidMeasurement(f"{where}: {gone} (during the round)")
         series.rounds.append(result)
 
+    def _check_costs(self, m: Measurement) -> None:
+        """Before any load: every budget on the system under test can be read from the series it judges."""
+        for budget in self._system_budgets:
+            other = {"reference": m.reference, "baseline": m.base}.get(budget.comparison)
+            judged = [m.candidate] + ([other] if other is not None else [])
+            check_probes(self.test_id, [budget], [(s.label, s.url, s.costs) for s in judged])
+
     def _data_problem(self, m: Measurement, b: Budget) -> Optional[str]:
-        """Why budget ``b`` has no data to be judged on in ``m`` (too few samples), or None."""
+        """Why budget ``b`` has no data to be judged on in ``m`` (too few samples, no costs), or None."""
         for series in m.series():
             needed = {"reference": m.reference, "baseline": m.base}.get(b.comparison)
             if series is m.candidate or series is needed:
                 problem = samples_problem(series.rounds, b.metric)
                 if problem:
                     return f"{series.label}: {problem}"
+                try:
+                    series.values(b.metric)
+                except KeyError as exc:  # metrics.MetricUnavailable
+                    return f"{series.label}: {exc}"
         return None
 
     def _run_rounds(self, m: Measurement, rounds: Optional[int]) -> None:
@@ -557,6 +581,9 @@ class Gate:
             o = BudgetOutcome(self.test_id, m.key, b, v.status, v, [], label)
             if v.note:
                 o.notes.append(v.note)
+            closed_loop = closed_loop_note(b, m.candidate.rounds)
+            if closed_loop:
+                o.notes.append(closed_loop)
             if error_note and self.implicit_error_budget:
                 o.status = Status.INVALID
                 o.notes.append(f"{error_note}; no errors are allowed unless a budget says so (e.g. 'error_rate <= 1%')")

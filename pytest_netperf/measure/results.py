@@ -87,6 +87,43 @@ class Interval:
 
 
 @dataclass
+class NodeCosts:
+    """What one node (a topology node or a Compose service, all its containers summed) of
+    the system under test spent during one round, read from its cgroups."""
+
+    #: CPU time, user plus system, over the sampled span.
+    cpu_ns: int
+    #: Working set (usage minus inactive file cache) at the end of the round.
+    mem_bytes: int
+    #: The largest working set sampled during the round.
+    mem_peak_bytes: int
+    rx_packets: int = 0
+    tx_packets: int = 0
+    rx_bytes: int = 0
+    tx_bytes: int = 0
+    #: How many containers the node has (Compose replicas are summed).
+    containers: int = 1
+
+
+@dataclass
+class SystemCosts:
+    """What every node of the system under test spent during one round.
+
+    The counters are sampled just before the driver starts and just after it ends, so they
+    cover warmup, window and drain; ``served`` counts the responses of that whole span (the
+    driver's ``completed_total``), so CPU per request divides like by like.
+    """
+
+    nodes: dict[str, NodeCosts]
+    #: Responses of any status completed over the sampled span.
+    served: int
+    #: Wall seconds between the two samples.
+    span_s: float
+    #: Where the counters came from: ``cgroup v1``, ``cgroup v2`` or ``docker stats``.
+    source: str = ""
+
+
+@dataclass
 class RoundResult:
     """One measurement round of one target by one driver."""
 
@@ -118,6 +155,11 @@ class RoundResult:
     #: window accounts for; they are in ``latency`` at their age then, a lower bound of
     #: their latency (not in ``requests``/``ok``/``service_time``). Rust driver only.
     censored: int = 0
+    #: Responses of any status completed over the whole run, warmup and drain included
+    #: (``None`` when the driver does not report it).
+    completed_total: Optional[int] = None
+    #: What the system under test spent in this round (``None`` for a plain URL target).
+    system: Optional[SystemCosts] = None
 
     @property
     def error_count(self) -> int:
@@ -152,6 +194,10 @@ class RoundResult:
                 data[key] = LatencySummary(**data[key])
         data["intervals"] = [Interval(**i) for i in data.get("intervals", [])]
         data["client"] = ClientHealth(**data.get("client", {}))
+        if data.get("system") is not None:
+            system = dict(data["system"])
+            system["nodes"] = {name: NodeCosts(**node) for name, node in system["nodes"].items()}
+            data["system"] = SystemCosts(**system)
         return cls(**data)
 
     @classmethod
@@ -211,4 +257,5 @@ class RoundResult:
             driver_version=str(doc.get("tool", {}).get("version", "")),
             config=dict(cfg),
             censored=int(summ.get("censored", 0)),
+            completed_total=None if summ.get("completed_total") is None else int(summ["completed_total"]),
         )

@@ -538,6 +538,9 @@ def _reason(exc: BaseException) -> str:
 
 def _baseline_lookup(baseline: Baseline) -> Any:
     def lookup(key: str, label: str, metric: str) -> Optional[list[float]]:
-        return baseline.values(series_name(key, label), metric)
+        try:
+            return baseline.values(series_name(key, label), metric)
+        except KeyError:  # a metric the stored rounds cannot give (recorded without system costs)
+            return None
 
     return lookup

@@ -7,7 +7,8 @@ Three kinds:
 * latency distributions: a percentile curve per series, from the merged per-round
   HdrHistograms;
 * latency versus call depth for chains: series named ``depth=N`` or ``hops=N``,
-  optionally with a label (``depth=3/sidecar``, ``hops=3/reference``), one line per label.
+  optionally with a label (``depth=3/sidecar``, ``hops=3/reference``), one line per label;
+* what the system under test spent: CPU per request and memory per node, one bar per series.
 
 Figures are built with :class:`matplotlib.figure.Figure` directly, which renders with
 the Agg canvas and leaves the global pyplot backend of the user's session alone.
@@ -32,7 +33,12 @@ _AXIS = {
     Family.RATE: (1.0, registry.FAMILY_UNITS[Family.RATE]),
     Family.FRACTION: (100.0, "%"),
     Family.COUNT: (1.0, "count"),
+    Family.CPU_TIME: (1e-3, "us"),
+    Family.CORES: (1.0, "cores"),
+    Family.BYTES: (1.0 / 2**20, "MiB"),
 }
+#: Families a rounds plot draws when a budget judges them.
+_PLOTTED = (Family.RATE, Family.LATENCY, Family.CPU_TIME, Family.CORES, Family.BYTES)
 _DEPTH_NAME = re.compile(r"^(?:depth|hops)=(\d+)(?:/(.+))?$")
 _PERCENTILE_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 
@@ -59,13 +65,14 @@ def write_plots(
     report_dir = Path(report_dir)
     report_dir.mkdir(parents=True, exist_ok=True)
     stem = report_dir / safe_name(test_id)
-    judged = [b.metric for b in budgets if registry.get(b.metric).family in (Family.RATE, Family.LATENCY)]
+    judged = [b.metric for b in budgets if registry.get(b.metric).family in _PLOTTED]
     metrics = list(dict.fromkeys(judged))[:3] or list(metrics)
     rounds_png = stem.with_name(stem.name + "-rounds.png")
     written = [plot_rounds(series, rounds_png, metrics, test_id, budgets)]
     distribution = plot_latency_distribution(series, stem.with_name(stem.name + "-latency.png"), test_id)
     depth = plot_latency_by_depth(series, stem.with_name(stem.name + "-depth.png"), depth_metric, test_id)
-    return written + [p for p in (distribution, depth) if p is not None]
+    system = plot_system_costs(series, stem.with_name(stem.name + "-system.png"), test_id)
+    return written + [p for p in (distribution, depth, system) if p is not None]
 
 
 def budget_lines(budget: Budget, series: SeriesRounds) -> list[tuple[float, str]]:
@@ -81,7 +88,10 @@ def budget_lines(budget: Budget, series: SeriesRounds) -> list[tuple[float, str]
     for name, rounds in series.items():
         if not rounds or name.split("/")[-1] not in _COMPARED[budget.comparison]:
             continue
-        mean = statistics.fmean(r.metric(budget.metric) for r in rounds)
+        values = _values(rounds, budget.metric)
+        if not any(math.isfinite(v) for v in values):
+            continue
+        mean = statistics.fmean(v for v in values if math.isfinite(v))
         if budget.form == "ratio":
             value = mean * budget.threshold
         elif budget.form == "loss":
@@ -108,7 +118,7 @@ def plot_rounds(
         scale, unit = _scale(metric)
         for name, rounds in series.items():
             xs = list(range(1, len(rounds) + 1))
-            ys = [r.metric(metric) * scale for r in rounds]
+            ys = [v * scale for v in _values(rounds, metric)]
             ax.plot(xs, ys, marker="o", markersize=4, linewidth=1.2, label=name)
         for budget in (b for b in budgets if b.metric == metric):
             for value, label in budget_lines(budget, series):
@@ -178,6 +188,47 @@ def plot_latency_by_depth(series: SeriesRounds, path: Path, metric: str = "p90",
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", fontsize="small")
     return _save(fig, path, title or f"{metric} by call depth")
+
+
+def plot_system_costs(series: SeriesRounds, path: Path, title: str = "") -> Optional[Path]:
+    """CPU per request and memory per node of the system under test (median of rounds), one
+    bar per series; ``None`` when no round recorded what the system under test spent."""
+    from pytest_netperf.report.system_costs import node_costs
+
+    table = {name: node_costs(rounds) for name, rounds in series.items()}
+    table = {name: nodes for name, nodes in table.items() if nodes}
+    if not table:
+        return None
+    nodes = list(dict.fromkeys(node for per_series in table.values() for node in per_series))
+    fig = _figure(width=7.0, height=5.4)
+    cpu_ax, mem_ax = fig.subplots(2, 1, sharex=True)
+    width = 0.8 / len(table)
+    for index, (name, per_series) in enumerate(table.items()):
+        xs = [i + (index - (len(table) - 1) / 2) * width for i in range(len(nodes))]
+        cpu = [per_series[n].cpu_per_request_ns / 1e3 if n in per_series else 0.0 for n in nodes]
+        mem = [per_series[n].mem_bytes / 2**20 if n in per_series else 0.0 for n in nodes]
+        cpu_ax.bar(xs, cpu, width=width, label=name)
+        mem_ax.bar(xs, mem, width=width, label=name)
+    cpu_ax.set_ylabel("CPU per request (us)")
+    mem_ax.set_ylabel("working set (MiB)")
+    mem_ax.set_xticks(range(len(nodes)))
+    mem_ax.set_xticklabels(nodes, rotation=30 if len(nodes) > 6 else 0, fontsize="small")
+    for ax in (cpu_ax, mem_ax):
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(loc="best", fontsize="x-small")
+    return _save(fig, path, title or "system under test: CPU per request and memory per node")
+
+
+def _values(rounds: Sequence[RoundResult], metric: str) -> list[float]:
+    """Per-round values, NaN where a round cannot give the metric (a stored round recorded
+    without system costs)."""
+    out = []
+    for r in rounds:
+        try:
+            out.append(r.metric(metric))
+        except KeyError:
+            out.append(math.nan)
+    return out
 
 
 def merge_latency_histograms(rounds: Sequence[RoundResult]) -> Optional[Any]:

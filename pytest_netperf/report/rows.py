@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
+from pytest_netperf.report.system_costs import SYSTEM_FACT, costs_fact, costs_json
 from pytest_netperf.verdict.status import SUMMARY_ORDER, WORST_FIRST, Status
 
 if TYPE_CHECKING:
@@ -85,8 +86,13 @@ def verdict_rank(verdict: str) -> int:
 
 
 def series_facts(m: Measurement) -> dict[str, dict[str, str]]:
-    """The facts of every series of ``m`` by label (candidate first); empty when none has any."""
+    """The facts of every series of ``m`` by label (candidate first), with what the system
+    under test spent per node; empty when none has any."""
     facts = {s.label: dict(s.facts) for s in m.series()}
+    for s in m.series():
+        spent = costs_fact(s.rounds)
+        if spent:
+            facts[s.label][SYSTEM_FACT] = spent
     return facts if any(facts.values()) else {}
 
 
@@ -175,6 +181,7 @@ def measurement_summary(m: Measurement) -> dict[str, Any]:
             "rounds": [r.to_dict() for r in s.rounds],
             "sockets_opened": [r.sockets_opened for r in s.rounds],
             "facts": dict(s.facts),
+            "system_costs": costs_json(s.rounds),
         }
     return out
 

@@ -41,6 +41,7 @@ from pytest_netperf.revision.diff import CHANGES_FACT
 from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_network
 from pytest_netperf.runtime.client import docker_client
+from pytest_netperf.runtime.costs import Member, SystemProbe
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.resources import CoreSplit, Resources, default_split
 from pytest_netperf.runtime.runners import ContainerRunner
@@ -212,6 +213,8 @@ class Endpoint:
     #: why the base twin could not be stood up (its stack failed to start, with its log): the
     #: budgets against the base are INVALID, never PASS
     base_error: str = field(default="", hash=False, compare=False)
+    #: reads what the containers of the system under test spend in each round (cgroups)
+    costs: SystemProbe | None = field(default=None, hash=False, compare=False, repr=False)
 
     def guard(self) -> str | None:
         """None while ``url`` still reaches this session's running topology, else the reason.
@@ -262,6 +265,14 @@ class RunningTopology:
         self.base_changes = ""
         self.base_note = ""
         self.base_error = ""
+        self._probe: SystemProbe | None = None
+
+    def cost_probe(self) -> SystemProbe:
+        """Reads what this topology's containers spend per round, by node name (one per topology)."""
+        if self._probe is None:
+            members = [Member(node, str(c.id), str(c.name)) for node, c in self._containers.items()]
+            self._probe = SystemProbe(self._client, members)
+        return self._probe
 
     def ip(self, node: str) -> str:
         """The bridge address of ``node`` (a sidecar shares its pod root's address)."""
@@ -315,16 +326,17 @@ class RunningTopology:
         images = self.image_digests()
         guard = self.guard_for(target.node)
         facts = self.facts()
+        costs = self.cost_probe()
         if not target.via_dns:
             url = f"http://{self.ip(target.node)}:{target.port}{target.path}"
-            return Endpoint(url, None, "host", target.host_header, images, guard, facts)
+            return Endpoint(url, None, "host", target.host_header, images, guard, facts, costs=costs)
         if self._driver_image is None:
             raise TopologyStartError(
                 f"target {target_name!r} needs the driver in a container, but no echo (driver) image is known"
             )
         runner = ContainerRunner(self._client, self._driver_image, self.network, self._labels)
         url = f"http://{self.topology.dns_name(target.node)}:{target.port}{target.path}"
-        return Endpoint(url, runner, runner.where, target.host_header, images, guard, facts)
+        return Endpoint(url, runner, runner.where, target.host_header, images, guard, facts, costs=costs)
 
     def guard_for(self, node: str) -> TopologyGuard:
         """The liveness check of ``node``'s address (see :meth:`Endpoint.guard`)."""

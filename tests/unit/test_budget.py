@@ -112,7 +112,7 @@ INVALID = [
     ("p90 == 1ms", "'==' in budget 'p90 == 1ms' is only for counts"),
     ("p90 < 5 sec", "unknown unit 'sec'"),
     ("rps >= 5m", "write M for millions"),
-    ("sockets <= 1.2x reference", "a ratio applies to rps and latency metrics"),
+    ("sockets <= 1.2x reference", "a ratio applies to rps, latency, CPU and memory metrics"),
     ("errors <= 1ms", "errors is a count"),
     ("p90_loss <= 10%", "a loss applies to rps"),
     ("rps_added <= 5", "'added' applies to latency metrics"),

@@ -36,6 +36,7 @@ from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_network, session_folder
 from pytest_netperf.runtime.compose import project as P
 from pytest_netperf.runtime.compose.cli import ComposeCli
+from pytest_netperf.runtime.costs import Member, SystemProbe
 from pytest_netperf.runtime.docker import LOG_TAIL_LINES, Endpoint, TopologyGuard
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.resources import CoreSplit, Resources, default_split
@@ -273,6 +274,7 @@ class ComposeStack:
         self._poll_interval_s = poll_interval_s
         self._ready_ports: set[tuple[str, int]] = set()
         self._is_up = True
+        self._probe: SystemProbe | None = None
         #: seconds from the launcher's ``up()`` call to every service running (and healthy)
         self.startup_s = 0.0
         #: seconds per phase: config, build (override + build), up, ready, down
@@ -366,7 +368,7 @@ class ComposeStack:
         address: str,
         network: str,
     ) -> Endpoint:
-        images, facts = self._image_ids(), self.facts()
+        images, facts, costs = self._image_ids(), self.facts(), self.cost_probe()
         if via_dns:
             if self._driver_image is None:
                 raise ComposeUsageError(
@@ -375,8 +377,21 @@ class ComposeStack:
                 )
             runner = ContainerRunner(self._client, self._driver_image, network, self._labels)
             url = f"http://{service}:{port}{path}"
-            return Endpoint(url, runner, runner.where, host, images, guard, facts)
-        return Endpoint(f"http://{address}:{port}{path}", None, "host", host, images, guard, facts)
+            return Endpoint(url, runner, runner.where, host, images, guard, facts, costs=costs)
+        return Endpoint(f"http://{address}:{port}{path}", None, "host", host, images, guard, facts, costs=costs)
+
+    def cost_probe(self) -> SystemProbe:
+        """Reads what the stack's running containers spend per round, by service name (replicas
+        summed); one-shot services that have exited are not part of it."""
+        if self._probe is None:
+            members = [
+                Member(service, str(c.id), str(c.name))
+                for service in self._started
+                for c in self._containers(service)
+                if c.status == "running"
+            ]
+            self._probe = SystemProbe(self._client, members)
+        return self._probe
 
     def attach_base(self, base: ComposeStack, changes: str) -> None:
         """Pair this (head) stack with its twin at the base revision; ``changes`` describes the
