@@ -1,10 +1,27 @@
 //! `burn=DURATION`: spend an exact amount of the serving thread's CPU time.
 //!
-//! The spin reads `CLOCK_THREAD_CPUTIME_ID`, not the wall clock: when the thread is
-//! preempted on a busy machine the burn lasts longer in wall time but costs exactly the
-//! asked CPU time, which is what a CPU-per-request gate measures.
+//! Short burns (under [`CLOCKED_FROM_NS`]) run a fixed number of spin iterations, calibrated
+//! once per thread against `CLOCK_THREAD_CPUTIME_ID`: reading that clock is a system call
+//! costing about a microsecond here, so a loop that checked it would overshoot a 1 µs burn
+//! several times over. Long burns check the clock between batches of iterations, where the
+//! overshoot is a small fraction. Either way the thread-CPU clock, not the wall clock, is
+//! the measure: a preempted thread burns longer in wall time but the same CPU time, which is
+//! what a CPU-per-request gate measures.
 
+use std::cell::Cell;
 use std::hint::black_box;
+
+/// Burns from this long on check the thread-CPU clock instead of counting iterations.
+pub const CLOCKED_FROM_NS: u64 = 100_000;
+/// Iterations of one calibration trial (about a millisecond).
+const CALIBRATION_ITERATIONS: u64 = 1 << 20;
+/// Calibration trials; the fastest wins (a preempted or contended trial only looks slower).
+const CALIBRATION_TRIALS: usize = 5;
+
+thread_local! {
+    /// Spin iterations per nanosecond of CPU time on this thread (0 until calibrated).
+    static ITERATIONS_PER_NS: Cell<f64> = const { Cell::new(0.0) };
+}
 
 /// CPU time this thread has consumed, in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
@@ -20,23 +37,45 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// Spin until this thread has spent `ns` more nanoseconds of CPU time.
+/// Run `iterations` of a little arithmetic the compiler cannot remove.
+fn spin(iterations: u64) {
+    let mut acc: u64 = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..iterations {
+        acc = black_box(acc.rotate_left(5) ^ 0x5851_f42d_4c95_7f2d);
+    }
+    black_box(acc);
+}
+
+/// Spin iterations per nanosecond of this thread's CPU time, measured on first use.
+fn iterations_per_ns() -> f64 {
+    ITERATIONS_PER_NS.with(|rate| {
+        if rate.get() <= 0.0 {
+            let mut best: f64 = 0.0;
+            for _ in 0..CALIBRATION_TRIALS {
+                let start = thread_cpu_ns();
+                spin(CALIBRATION_ITERATIONS);
+                let spent = thread_cpu_ns().saturating_sub(start).max(1);
+                best = best.max(CALIBRATION_ITERATIONS as f64 / spent as f64);
+            }
+            rate.set(best);
+        }
+        rate.get()
+    })
+}
+
+/// Spend `ns` nanoseconds of this thread's CPU time.
 pub fn burn(ns: u64) {
     if ns == 0 {
         return;
     }
-    let start = thread_cpu_ns();
-    let mut acc: u64 = 0x9e37_79b9_7f4a_7c15;
-    loop {
-        // a little arithmetic between clock reads, kept alive by black_box
-        for _ in 0..64 {
-            acc = black_box(acc.rotate_left(5) ^ 0x5851_f42d_4c95_7f2d);
-        }
-        if thread_cpu_ns().saturating_sub(start) >= ns {
-            break;
-        }
+    if ns < CLOCKED_FROM_NS {
+        spin((ns as f64 * iterations_per_ns()).round() as u64);
+        return;
     }
-    black_box(acc);
+    let start = thread_cpu_ns();
+    while thread_cpu_ns().saturating_sub(start) < ns {
+        spin(1024);
+    }
 }
 
 #[cfg(test)]
@@ -50,6 +89,20 @@ mod tests {
         let spent = thread_cpu_ns() - before;
         assert!(spent >= 20_000_000, "spent {spent} ns");
         assert!(spent < 200_000_000, "spent {spent} ns");
+    }
+
+    #[test]
+    fn short_burns_cost_what_they_ask_not_a_clock_read_each() {
+        iterations_per_ns(); // calibrated before the clock starts
+        let before = thread_cpu_ns();
+        for _ in 0..10_000 {
+            burn(1_000);
+        }
+        let spent = thread_cpu_ns() - before;
+        // 10 ms asked; the fastest calibration trial sets the pace, so a busy machine can
+        // only make it slower, and never by a clock read per burn (that would be ~2x)
+        assert!(spent >= 8_000_000, "spent {spent} ns for 10 ms asked");
+        assert!(spent < 16_000_000, "spent {spent} ns for 10 ms asked");
     }
 
     #[test]
