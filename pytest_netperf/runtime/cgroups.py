@@ -126,14 +126,7 @@ def locate(pid: int, proc: Path = Path("/proc")) -> CgroupFiles:
     groups = _memberships(proc / str(pid) / "cgroup")
     cpu_v1, mem_v1 = _v1_folder(mounts, groups, "cpuacct"), _v1_folder(mounts, groups, "memory")
     if cpu_v1 is not None and mem_v1 is not None:
-        files = CgroupFiles(
-            version=1,
-            cpu=cpu_v1 / "cpuacct.usage",
-            memory_usage=mem_v1 / "memory.usage_in_bytes",
-            memory_stat=mem_v1 / "memory.stat",
-            net_dev=proc / str(pid) / "net" / "dev",
-            process_stat=proc / str(pid) / "stat",
-        )
+        version, cpu, memory_usage, memory = 1, cpu_v1 / "cpuacct.usage", mem_v1 / "memory.usage_in_bytes", mem_v1
     else:
         folder = _v2_folder(mounts, groups, "cpu.stat")
         if folder is None:
@@ -142,14 +135,15 @@ def locate(pid: int, proc: Path = Path("/proc")) -> CgroupFiles:
                 f"no cpuacct+memory (v1) or cpu.stat (v2) cgroup found for pid {pid} "
                 f"(its cgroups: {where}; cgroup mounts: {', '.join(str(m.point) for m in mounts) or 'none'})"
             )
-        files = CgroupFiles(
-            version=2,
-            cpu=folder / "cpu.stat",
-            memory_usage=folder / "memory.current",
-            memory_stat=folder / "memory.stat",
-            net_dev=proc / str(pid) / "net" / "dev",
-            process_stat=proc / str(pid) / "stat",
-        )
+        version, cpu, memory_usage, memory = 2, folder / "cpu.stat", folder / "memory.current", folder
+    files = CgroupFiles(
+        version=version,
+        cpu=cpu,
+        memory_usage=memory_usage,
+        memory_stat=memory / "memory.stat",
+        net_dev=proc / str(pid) / "net" / "dev",
+        process_stat=proc / str(pid) / "stat",
+    )
     for path in (files.cpu, files.memory_usage, files.memory_stat):
         if not path.exists():
             raise CgroupError(f"cgroup file {path} of pid {pid} does not exist")
@@ -216,20 +210,15 @@ def read_counters(files: CgroupFiles) -> Counters:
     """Read every counter of ``files`` now."""
     if files.version == 1:
         cpu_ns = _integer(_read(files.cpu), files.cpu)
-        stat = _keyed(_read(files.memory_stat), files.memory_stat)
-        inactive = stat.get("total_inactive_file", stat.get("inactive_file", 0))
     else:
         cpu_stat = _keyed(_read(files.cpu), files.cpu)
         if "usage_usec" not in cpu_stat:
             raise CgroupError(f"{files.cpu}: no usage_usec in it")
         cpu_ns = cpu_stat["usage_usec"] * 1000
-        stat = _keyed(_read(files.memory_stat), files.memory_stat)
-        inactive = stat.get("inactive_file", 0)
-    usage = _integer(_read(files.memory_usage), files.memory_usage)
     rx_p, tx_p, rx_b, tx_b = net_counters(_read(files.net_dev), files.net_dev)
     return Counters(
         cpu_ns=cpu_ns,
-        mem_bytes=max(0, usage - inactive),
+        mem_bytes=read_memory(files),
         rx_packets=rx_p,
         tx_packets=tx_p,
         rx_bytes=rx_b,
@@ -239,7 +228,8 @@ def read_counters(files: CgroupFiles) -> Counters:
 
 
 def read_memory(files: CgroupFiles) -> int:
-    """The working set now (for the peak sampled during a round)."""
+    """The working set now: usage minus the inactive file cache (v1 names it
+    ``total_inactive_file`` for the hierarchy, v2 ``inactive_file``)."""
     usage = _integer(_read(files.memory_usage), files.memory_usage)
     stat = _keyed(_read(files.memory_stat), files.memory_stat)
     inactive = stat.get("total_inactive_file", stat.get("inactive_file", 0))

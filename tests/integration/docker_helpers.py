@@ -84,3 +84,17 @@ def skip_without_compose_stack_parts() -> None:
     missing = [tag for tag in (LOCAL_IMAGES["echo"], LOCAL_IMAGES["nginx"]) if not client.images.list(name=tag)]
     if missing:
         pytest.skip(f"local images missing: {', '.join(missing)}; build them with `netperf images build`")
+
+
+def skip_without_images(*roles: str) -> None:
+    """Skip (with the reason) unless Docker runs and the images of ``roles`` resolve."""
+    from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
+    from pytest_netperf.images.resolve import resolve_image
+    from pytest_netperf.runtime.client import docker_client
+
+    try:
+        client = docker_client()
+        for role in roles:
+            resolve_image(role, None, client)
+    except (RuntimeUnavailable, ImageMissingError) as exc:
+        pytest.skip(str(exc))

@@ -15,10 +15,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
-from pytest_netperf.images.resolve import resolve_image
-from pytest_netperf.runtime.client import docker_client
+from docker_helpers import skip_without_images
 
 pytestmark = pytest.mark.docker
 
@@ -49,12 +46,7 @@ RUN = [
 
 @pytest.fixture(scope="module", autouse=True)
 def _needs_docker_and_images() -> None:
-    try:
-        client = docker_client()
-        for role in ("echo", "nginx"):
-            resolve_image(role, None, client)
-    except (RuntimeUnavailable, ImageMissingError) as exc:
-        pytest.skip(str(exc))
+    skip_without_images("echo", "nginx")
 
 
 def stored_baselines(directory: Path) -> list[Path]:

@@ -15,12 +15,11 @@ import time
 import uuid
 
 import pytest
-from docker_helpers import get
+from docker_helpers import get, skip_without_images
 
-from pytest_netperf.errors import CgroupError, ImageMissingError, RuntimeUnavailable
+from pytest_netperf.errors import CgroupError
 from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.runtime.cleanup import clean_session
-from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.topology import builders
 
@@ -68,10 +67,7 @@ RUN = [
 
 @pytest.fixture(scope="module", autouse=True)
 def _needs_docker_and_images() -> None:
-    try:
-        resolve_image("echo", None, docker_client())
-    except (RuntimeUnavailable, ImageMissingError) as exc:
-        pytest.skip(str(exc))
+    skip_without_images("echo")
 
 
 def rows(pytester: pytest.Pytester) -> dict[str, dict]:
