@@ -26,6 +26,7 @@ from pytest_netperf.measure.validity import samples_problem, saturation_problem
 from pytest_netperf.report.failure import FailureContext, failure_text
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
+from pytest_netperf.verdict.error_control import alpha_for_look
 from pytest_netperf.verdict.sequential import SequentialPlan, run_sequential
 from pytest_netperf.verdict.status import Status
 
@@ -528,6 +529,12 @@ class Gate:
                 if b.metric == "error_rate"
                 else None,
             )
+        if len(out) > 1:
+            # the same Holm correction as finish(), at this look's level: a FAIL that stops the
+            # rounds early must survive the final correction, else it would end INCONCLUSIVE
+            # with rounds left unmeasured
+            level = alpha_for_look(1.0 - self.settings.confidence, look, looks)
+            out = dict(zip(out, stats.apply_holm(list(out.values()), level), strict=True))
         return out
 
     def _error_note(self, m: Measurement) -> Optional[str]:
