@@ -36,7 +36,7 @@ def test_no_budget_ends_inconclusive_with_rounds_left() -> None:
     for seed in range(60):
         driver = NoisyDriver(seed, shift=0.83)
         gate = Gate(
-            "t.py::test", [parse_budget(b) for b in BUDGETS], settings, driver_factory=lambda name, runner: driver
+            "t.py::test", [parse_budget(b) for b in BUDGETS], settings, driver_factory=lambda name, runner, d=driver: d
         )
         m = gate.compare("http://candidate/", "http://reference/")
         rounds = len(m.candidate.rounds)
