@@ -63,12 +63,8 @@ class _Mount:
 
 
 def _mounts(mountinfo: Path) -> list[_Mount]:
-    try:
-        lines = mountinfo.read_text().splitlines()
-    except OSError as exc:
-        raise CgroupError(f"cannot read the mount table {mountinfo}: {exc}") from None
     mounts = []
-    for line in lines:
+    for line in _read(mountinfo).splitlines():
         head, sep, tail = line.partition(" - ")
         fields, rest = head.split(), tail.split()
         if not sep or len(fields) < 5 or len(rest) < 3:
@@ -81,12 +77,8 @@ def _mounts(mountinfo: Path) -> list[_Mount]:
 
 def _memberships(cgroup_file: Path) -> list[tuple[frozenset[str], str]]:
     """``(controllers, path)`` per hierarchy; v2 is the entry with no controllers."""
-    try:
-        lines = cgroup_file.read_text().splitlines()
-    except OSError as exc:
-        raise CgroupError(f"cannot read {cgroup_file}: {exc}") from None
     out = []
-    for line in lines:
+    for line in _read(cgroup_file).splitlines():
         parts = line.split(":", 2)
         if len(parts) == 3:
             out.append((frozenset(c for c in parts[1].split(",") if c), parts[2]))
