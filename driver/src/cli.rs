@@ -16,9 +16,11 @@ pub struct Opts {
 /// Subcommands.
 #[derive(Subcommand, Debug)]
 pub enum Command {
-    /// Measure an HTTP/1.1 target (closed loop, or open loop with --rate).
+    /// Measure an HTTP/1.1 target, or with a tcp://host:port URL raw TCP request/response
+    /// against a TCP echo server (closed loop, or open loop with --rate).
     Http(HttpOpts),
-    /// Run the echo server (delay=, burn=, size=, status=, depth= query parameters; /healthz).
+    /// Run the echo server (delay=, burn=, size=, status=, depth= query parameters; /healthz;
+    /// --tcp-echo adds a raw TCP echo listener).
     Echo(EchoOpts),
 }
 
@@ -44,8 +46,12 @@ impl Arrival {
 /// Options of `netperf-driver http`.
 #[derive(Args, Debug, Clone)]
 pub struct HttpOpts {
-    /// Target URL (http:// only).
+    /// Target URL: http://host[:port]/path, or tcp://host:port for request/response over raw
+    /// TCP (each request is --payload bytes, complete when as many bytes came back).
     pub url: String,
+    /// tcp:// targets: bytes per request (echoed back as the response); default 64.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub payload: Option<u32>,
     /// Concurrent connections.
     #[arg(short = 'c', long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100_000))]
     pub connections: u32,
@@ -119,6 +125,9 @@ pub struct EchoOpts {
     /// Event-loop threads (default: number of CPUs).
     #[arg(short = 't', long, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub threads: Option<u32>,
+    /// Also serve raw TCP echo (every byte read is written back, Nagle off) on this address.
+    #[arg(long)]
+    pub tcp_echo: Option<String>,
 }
 
 fn parse_rate(text: &str) -> Result<f64, String> {

@@ -71,6 +71,7 @@ fn run_echo(opts: EchoOpts) -> Result<(), Failure> {
         id: opts.id,
         next,
         threads,
+        tcp_echo: opts.tcp_echo,
     };
     echo::serve(cfg).map_err(Failure::other)
 }

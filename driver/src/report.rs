@@ -39,6 +39,10 @@ pub struct Tool {
 #[derive(Debug, Serialize)]
 pub struct Config {
     pub url: String,
+    /// `http`, or `tcp-rr` for a tcp:// target (request/response over raw TCP).
+    pub protocol: &'static str,
+    /// tcp-rr: bytes per request and per response.
+    pub payload_bytes: Option<u64>,
     pub mode: &'static str,
     pub connections: usize,
     pub threads: usize,
@@ -180,11 +184,12 @@ impl Document {
                 }
             })
             .collect();
+        // a tcp:// exchange has no status: every complete echo counts as ok
         let status_codes = stats
             .status
             .iter()
             .enumerate()
-            .filter(|(_, n)| **n > 0)
+            .filter(|(_, n)| **n > 0 && !plan.url.tcp)
             .map(|(code, n)| (code.to_string(), *n))
             .collect();
         let errors = ERROR_NAMES
@@ -200,7 +205,12 @@ impl Document {
                 version: env!("CARGO_PKG_VERSION"),
             },
             config: Config {
-                url: format!("http://{}{}", plan.url.authority(), plan.url.path_and_query),
+                url: plan.url.display(),
+                protocol: if plan.url.tcp { "tcp-rr" } else { "http" },
+                payload_bytes: match plan.framing {
+                    crate::load::conn::Framing::Echo(n) => Some(n as u64),
+                    crate::load::conn::Framing::Http { .. } => None,
+                },
                 mode: if open { "open" } else { "closed" },
                 connections: plan.connections,
                 threads: plan.threads,

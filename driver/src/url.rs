@@ -1,4 +1,5 @@
-//! Minimal `http://` URL parsing (the driver speaks plain HTTP/1.1 only).
+//! Minimal URL parsing: `http://` (plain HTTP/1.1) and `tcp://host:port` (request/response
+//! echo over raw TCP, netperf's TCP_RR).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -9,16 +10,56 @@ pub struct HttpUrl {
     pub host: String,
     /// TCP port (80 when absent).
     pub port: u16,
-    /// Path plus query, always starting with `/`.
+    /// Path plus query, always starting with `/` (`/` for a `tcp://` URL).
     pub path_and_query: String,
+    /// A `tcp://` URL: raw TCP request/response instead of HTTP.
+    pub tcp: bool,
 }
 
 impl HttpUrl {
+    /// Parse a load target: `http://…`, or `tcp://host:port` (a port, no path).
+    pub fn parse_target(text: &str) -> Result<Self, String> {
+        let Some(rest) = text.strip_prefix("tcp://") else {
+            return Self::parse(text);
+        };
+        let authority = rest.strip_suffix('/').unwrap_or(rest);
+        if authority.contains(['/', '?']) {
+            return Err(format!(
+                "bad URL {text:?}: a tcp:// URL has no path or query"
+            ));
+        }
+        let has_port = match authority.rfind(']') {
+            Some(end) => authority[end..].contains(':'),
+            None => authority.contains(':'),
+        };
+        if !has_port {
+            return Err(format!("bad URL {text:?}: a tcp:// URL needs a port"));
+        }
+        let mut url = Self::parse(&format!("http://{authority}/"))
+            .map_err(|e| e.replace("http://", "tcp://"))?;
+        url.tcp = true;
+        Ok(url)
+    }
+
+    /// The URL as text (`http://host:port/path` or `tcp://host:port`).
+    pub fn display(&self) -> String {
+        if self.tcp {
+            let host = if self.host.contains(':') {
+                format!("[{}]", self.host)
+            } else {
+                self.host.clone()
+            };
+            format!("tcp://{host}:{}", self.port)
+        } else {
+            format!("http://{}{}", self.authority(), self.path_and_query)
+        }
+    }
+
     /// Parse `text`; only the `http` scheme is accepted.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let rest = text
-            .strip_prefix("http://")
-            .ok_or_else(|| format!("bad URL {text:?}: only http:// URLs are supported"))?;
+        let rest = text.strip_prefix("http://").ok_or_else(|| {
+            format!("bad URL {text:?}: only http:// (and, to load, tcp://) URLs are supported")
+        })?;
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
             Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
@@ -52,6 +93,7 @@ impl HttpUrl {
             host,
             port,
             path_and_query: path,
+            tcp: false,
         })
     }
 
@@ -111,6 +153,32 @@ mod tests {
         assert_eq!(
             (u.host.as_str(), u.authority().as_str()),
             ("::1", "[::1]:9000")
+        );
+    }
+
+    #[test]
+    fn parses_tcp_targets() {
+        let u = HttpUrl::parse_target("tcp://10.0.0.2:7007").unwrap();
+        assert!(u.tcp);
+        assert_eq!((u.host.as_str(), u.port), ("10.0.0.2", 7007));
+        assert_eq!(u.display(), "tcp://10.0.0.2:7007");
+        assert_eq!(
+            HttpUrl::parse_target("tcp://[::1]:9/").unwrap().display(),
+            "tcp://[::1]:9"
+        );
+        assert!(!HttpUrl::parse_target("http://h/x").unwrap().tcp);
+        for bad in [
+            "tcp://h",
+            "tcp://h:7/x",
+            "tcp://h:7?x=1",
+            "tcp://:7",
+            "tcp://h:0",
+        ] {
+            assert!(HttpUrl::parse_target(bad).is_err(), "{bad}");
+        }
+        assert!(
+            HttpUrl::parse("tcp://h:7").is_err(),
+            "echo --next stays http"
         );
     }
 

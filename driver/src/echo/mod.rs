@@ -4,6 +4,7 @@
 mod burn;
 mod inbound;
 mod params;
+pub mod tcp;
 mod upstream;
 mod worker;
 
@@ -26,6 +27,8 @@ pub struct EchoConfig {
     pub next: Option<HttpUrl>,
     /// Event-loop threads.
     pub threads: usize,
+    /// Also serve raw TCP echo here (`--tcp-echo`).
+    pub tcp_echo: Option<String>,
 }
 
 /// Settings shared by all worker threads.
@@ -82,6 +85,16 @@ pub fn serve(cfg: EchoConfig) -> Result<(), String> {
         id_header,
         next: cfg.next.clone(),
     });
+    let tcp = match &cfg.tcp_echo {
+        Some(listen) => {
+            let addr = resolve_listen(listen).map_err(|e| e.replace("--listen", "--tcp-echo"))?;
+            Some(
+                tcp::bind(addr)
+                    .map_err(|e| format!("cannot listen on {addr} (--tcp-echo): {e}"))?,
+            )
+        }
+        None => None,
+    };
     let mut handles = Vec::new();
     for (i, listener) in listeners.into_iter().enumerate() {
         let shared = Arc::clone(&shared);
@@ -91,9 +104,21 @@ pub fn serve(cfg: EchoConfig) -> Result<(), String> {
             .map_err(|e| format!("cannot start thread: {e}"))?;
         handles.push(handle);
     }
+    let mut tcp_bound = None;
+    if let Some((listener, tcp_addr)) = tcp {
+        tcp_bound = Some(tcp_addr);
+        let handle = std::thread::Builder::new()
+            .name("tcp-echo-accept".into())
+            .spawn(move || tcp::serve(listener))
+            .map_err(|e| format!("cannot start thread: {e}"))?;
+        handles.push(handle);
+    }
     {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "listening on {bound}");
+        if let Some(addr) = tcp_bound {
+            let _ = writeln!(out, "tcp echo listening on {addr}");
+        }
         let _ = out.flush();
     }
     for h in handles {

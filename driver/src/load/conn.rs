@@ -34,6 +34,16 @@ pub struct InFlight {
     pub in_window: bool,
 }
 
+/// How a response ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    /// An HTTP/1.1 response; `head`: the request was HEAD, so there is no body.
+    Http { head: bool },
+    /// Raw TCP request/response: the server echoes the request's bytes, so the response is
+    /// complete when this many bytes have come back.
+    Echo(usize),
+}
+
 /// Result of reading from a busy connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadOutcome {
@@ -63,6 +73,7 @@ pub struct ClientConn {
     head_buf: Vec<u8>,
     head: Option<(u16, bool)>,
     body: BodyReader,
+    echoed: usize,
 }
 
 impl ClientConn {
@@ -79,6 +90,7 @@ impl ClientConn {
             head_buf: Vec::new(),
             head: None,
             body: BodyReader::Done,
+            echoed: 0,
         }
     }
 
@@ -156,11 +168,7 @@ impl ClientConn {
 
     /// Read what is available and frame the response. Returns the outcome and the
     /// number of bytes read.
-    pub fn read_response(
-        &mut self,
-        scratch: &mut [u8],
-        head_request: bool,
-    ) -> (ReadOutcome, usize) {
+    pub fn read_response(&mut self, scratch: &mut [u8], framing: Framing) -> (ReadOutcome, usize) {
         if self.stream.is_none() {
             return (ReadOutcome::Failed(ErrorKind::Other), 0);
         }
@@ -189,11 +197,27 @@ impl ClientConn {
                 Err(e) => return (ReadOutcome::Failed(ErrorKind::from_io(&e)), total),
             };
             total += n;
-            match self.consume(&scratch[..n], head_request) {
+            let outcome = match framing {
+                Framing::Http { head } => self.consume(&scratch[..n], head),
+                Framing::Echo(len) => self.consume_echo(n, len),
+            };
+            match outcome {
                 ReadOutcome::Pending if n == scratch.len() => continue,
                 ReadOutcome::Pending if matches!(self.body, BodyReader::UntilClose) => continue,
                 other => return (other, total),
             }
+        }
+    }
+
+    fn consume_echo(&mut self, n: usize, len: usize) -> ReadOutcome {
+        self.echoed += n;
+        match self.echoed.cmp(&len) {
+            std::cmp::Ordering::Less => ReadOutcome::Pending,
+            std::cmp::Ordering::Equal => ReadOutcome::Complete {
+                status: 200,
+                keep_alive: true,
+            },
+            std::cmp::Ordering::Greater => ReadOutcome::Failed(ErrorKind::Other), // more than was sent
         }
     }
 
@@ -249,6 +273,7 @@ impl ClientConn {
     }
 
     fn reset_parser(&mut self) {
+        self.echoed = 0;
         self.head_buf.clear();
         self.head = None;
         self.body = BodyReader::Done;

@@ -3,10 +3,14 @@
 
 use std::net::SocketAddr;
 
+use super::conn::Framing;
 use super::schedule::ArrivalKind;
 use crate::cli::{Arrival, HttpOpts};
 use crate::exit::Failure;
 use crate::url::HttpUrl;
+
+/// Bytes per request of a tcp:// target when --payload is not given.
+pub const DEFAULT_TCP_PAYLOAD: usize = 64;
 
 /// Most per-interval buckets one run may have.
 pub const MAX_INTERVALS: u64 = 3600;
@@ -17,7 +21,7 @@ pub struct Plan {
     pub url: HttpUrl,
     pub addr: SocketAddr,
     pub request: Vec<u8>,
-    pub head_request: bool,
+    pub framing: Framing,
     pub method: String,
     pub headers: Vec<(String, String)>,
     pub body_size: u64,
@@ -39,7 +43,14 @@ pub struct Plan {
 impl Plan {
     /// Validate `opts` (exit 2 on problems). `addr` is filled in by [`Plan::with_addr`].
     pub fn from_opts(opts: &HttpOpts, cpus: usize) -> Result<Self, Failure> {
-        let url = HttpUrl::parse(&opts.url).map_err(Failure::usage)?;
+        let url = HttpUrl::parse_target(&opts.url).map_err(Failure::usage)?;
+        if url.tcp {
+            check_tcp_options(opts)?;
+        } else if opts.payload.is_some() {
+            return Err(Failure::usage(
+                "--payload is for tcp:// targets; an HTTP request body is --body-size",
+            ));
+        }
         if opts.duration < 1_000_000 {
             return Err(Failure::usage("--duration must be at least 1ms"));
         }
@@ -87,15 +98,26 @@ impl Plan {
             .map(|t| t as usize)
             .unwrap_or(cpus)
             .clamp(1, connections);
-        let request = build_request(
-            &method,
-            &url,
-            &headers,
-            opts.body_size,
-            opts.new_connection_per_request,
-        );
+        let (request, framing) = if url.tcp {
+            let size = opts.payload.map_or(DEFAULT_TCP_PAYLOAD, |p| p as usize);
+            (vec![b'x'; size], Framing::Echo(size))
+        } else {
+            let request = build_request(
+                &method,
+                &url,
+                &headers,
+                opts.body_size,
+                opts.new_connection_per_request,
+            );
+            (
+                request,
+                Framing::Http {
+                    head: method == "HEAD",
+                },
+            )
+        };
         Ok(Self {
-            head_request: method == "HEAD",
+            framing,
             url,
             addr: SocketAddr::from(([0, 0, 0, 0], 0)),
             request,
@@ -129,6 +151,21 @@ impl Plan {
     /// Number of per-interval buckets in the window.
     pub fn interval_count(&self) -> usize {
         self.duration_ns.div_ceil(self.interval_ns) as usize
+    }
+}
+
+/// A tcp:// target takes no HTTP options.
+fn check_tcp_options(opts: &HttpOpts) -> Result<(), Failure> {
+    let http_only = [
+        (!opts.method.eq_ignore_ascii_case("GET"), "--method"),
+        (!opts.headers.is_empty(), "--header"),
+        (opts.body_size > 0, "--body-size (use --payload)"),
+    ];
+    match http_only.iter().find(|(given, _)| *given) {
+        Some((_, name)) => Err(Failure::usage(format!(
+            "{name} is an HTTP option; a tcp:// target sends --payload bytes and reads them back"
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -200,6 +237,34 @@ mod tests {
             String::from_utf8(p.request).unwrap(),
             "GET / HTTP/1.1\r\nHost: h:81\r\nConnection: close\r\n\r\n"
         );
+    }
+
+    #[test]
+    fn tcp_targets_send_the_payload_and_expect_it_back() {
+        let p = plan(&["tcp://127.0.0.1:7007", "--payload", "512"]).unwrap();
+        assert_eq!(p.request, vec![b'x'; 512]);
+        assert_eq!(p.framing, Framing::Echo(512));
+        let p = plan(&["tcp://h:7"]).unwrap();
+        assert_eq!(p.framing, Framing::Echo(DEFAULT_TCP_PAYLOAD));
+        assert!(plan(&["tcp://h:7", "-H", "X: y"]).is_err());
+        assert!(plan(&["tcp://h:7", "--body-size", "3"]).is_err());
+        assert!(plan(&["http://h/", "--payload", "64"]).is_err());
+        let opts = crate::cli::Opts::try_parse_from([
+            "netperf-driver",
+            "http",
+            "tcp://h:7",
+            "--payload",
+            "0",
+        ]);
+        assert!(opts.is_err(), "payload 0 is refused");
+        let opts = crate::cli::Opts::try_parse_from([
+            "netperf-driver",
+            "http",
+            "tcp://h:7",
+            "--payload",
+            "65537",
+        ]);
+        assert!(opts.is_err(), "payload above 64 KiB is refused");
     }
 
     #[test]

@@ -473,7 +473,7 @@ impl Worker {
                 if readable {
                     // The server closed an idle keep-alive connection (or sent garbage).
                     let (outcome, n) =
-                        self.conns[i].read_response(&mut self.scratch, self.plan.head_request);
+                        self.conns[i].read_response(&mut self.scratch, self.plan.framing);
                     self.stats.bytes_received += n as u64;
                     if outcome != ReadOutcome::Pending {
                         self.close_conn(i);
@@ -490,8 +490,7 @@ impl Worker {
                     }
                 }
                 if readable {
-                    let (outcome, n) =
-                        self.conns[i].read_response(&mut self.scratch, plan.head_request);
+                    let (outcome, n) = self.conns[i].read_response(&mut self.scratch, plan.framing);
                     self.stats.bytes_received += n as u64;
                     match outcome {
                         ReadOutcome::Pending => {}
