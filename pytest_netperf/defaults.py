@@ -44,3 +44,13 @@ DRIVER = "rust"
 LOCUST_WORKERS = 0
 #: Cores of the load driver: auto (its own cores where the machine has 4+, else all), all, or a cpuset.
 DRIVER_CPUS = "auto"
+
+# ----- L4 (iperf3, tcp:// request/response) -------------------------------------------------
+#: Bytes per UDP datagram when a UDP round gives no payload= (the largest that is not
+#: fragmented on a 1500-byte Ethernet MTU).
+UDP_PAYLOAD_BYTES = 1472
+#: A UDP round whose iperf3 client sent less than this share of the datagrams per second it
+#: was asked for measured the client, not the path: the round is INVALID.
+UDP_MIN_SENT_SHARE = 0.95
+#: Largest payload= of an L4 round (bytes per request, write or datagram).
+MAX_PAYLOAD_BYTES = 65536

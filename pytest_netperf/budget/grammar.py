@@ -419,7 +419,15 @@ def _check_satisfiable(source: str, metric: str, form: Form, op: str, threshold:
         )
 
 
-_RATIO_FAMILIES = (Family.LATENCY, Family.RATE, Family.CPU_TIME, Family.CORES, Family.BYTES)
+_RATIO_FAMILIES = (
+    Family.LATENCY,
+    Family.RATE,
+    Family.CPU_TIME,
+    Family.CORES,
+    Family.BYTES,
+    Family.BITRATE,
+    Family.PACKET_RATE,
+)
 
 
 def _check_ratio(source: str, metric: str, form: Form, kind: Family, target: Optional[str]) -> Form:
@@ -432,7 +440,7 @@ def _check_ratio(source: str, metric: str, form: Form, kind: Family, target: Opt
         )
     if kind not in _RATIO_FAMILIES:
         raise BudgetSyntaxError(
-            f"{source!r}: a ratio applies to rps, latency, CPU and memory metrics; "
+            f"{source!r}: a ratio applies to rps, latency, CPU, memory, gbps and pps metrics; "
             f"{metric} budgets are absolute, e.g. 'errors == 0'"
         )
     if target is None:
@@ -449,6 +457,8 @@ def _check_loss(source: str, metric: str, unit: str, number: float) -> float:
             f"{source!r}: a loss applies to rps; {metric} budgets are absolute, "
             "e.g. 'errors == 0' or 'error_rate <= 1%'"
         )
+    if metrics.get(metric).family in (Family.BITRATE, Family.PACKET_RATE):
+        raise BudgetSyntaxError(f"{source!r}: a loss applies to rps; write '{metric} >= 0.9x reference'")
     if metric != "rps":
         raise BudgetSyntaxError(
             f"{source!r}: a loss applies to rps; for latency write "
@@ -514,13 +524,22 @@ def _check_value(
         return number * _TIME_UNITS[unit.lower()]
     if kind == Family.FRACTION:
         if unit != "%":
-            raise BudgetSyntaxError(f"{source!r}: an error rate is a percentage, e.g. 'error_rate <= 0.1%'")
+            raise BudgetSyntaxError(f"{source!r}: {metric} is a percentage, e.g. '{metric} <= 0.1%'")
         if number > 100:
-            raise BudgetSyntaxError(f"{source!r}: an error rate cannot exceed 100%")
+            raise BudgetSyntaxError(f"{source!r}: {metric} cannot exceed 100%")
         return number / 100.0
+    if kind == Family.BITRATE:
+        if unit.lower() not in ("", "gbps"):
+            raise BudgetSyntaxError(
+                f"{source!r}: {metric} is in gigabits per second; write a plain number, e.g. '{metric} >= 9.5', "
+                f"or a factor: '{metric} >= 0.9x reference'"
+            )
+        return number
     if unit in _COUNT_SUFFIXES:
         return number * _COUNT_SUFFIXES[unit]
-    what = "a rate (requests per second)" if kind == Family.RATE else "a count"
+    what = {Family.RATE: "a rate (requests per second)", Family.PACKET_RATE: "a rate (packets per second)"}.get(
+        kind, "a count"
+    )
     if unit == "m":
         raise BudgetSyntaxError(f"{source!r}: write M for millions ('m' would be milli)")
     if unit == "%":

@@ -41,6 +41,10 @@ class Family(str, Enum):
     CORES = "cores"
     #: Memory (bytes).
     BYTES = "bytes"
+    #: Payload throughput of an L4 path (gigabits per second).
+    BITRATE = "bitrate"
+    #: Packets per second.
+    PACKET_RATE = "packet rate"
 
     def __str__(self) -> str:
         return self.value
@@ -65,6 +69,8 @@ FAMILY_UNITS = {
     Family.CPU_TIME: "ns",
     Family.CORES: "cores",
     Family.BYTES: "bytes",
+    Family.BITRATE: "Gbit/s",
+    Family.PACKET_RATE: "packets/s",
 }
 
 Extractor = Callable[["RoundResult"], float]
@@ -85,6 +91,8 @@ class Metric:
     percentile: Optional[float] = None
     #: For a metric of the system under test: the node-name patterns it sums over.
     scope: tuple[str, ...] = ()
+    #: Read from the round's latency histogram (so a round needs samples for it).
+    from_histogram: bool = False
 
     @property
     def unit(self) -> str:
@@ -142,6 +150,16 @@ def format_bytes(value: float) -> str:
     return f"{value:.0f}B"
 
 
+def format_packet_rate(value: float) -> str:
+    """Packets per second: ``1.49 Mpps``, ``293 kpps``, ``950 pps``."""
+    magnitude = abs(value)
+    if magnitude >= 1e6:
+        return f"{value / 1e6:.3g} Mpps"
+    if magnitude >= 1e3:
+        return f"{value / 1e3:.3g} kpps"
+    return f"{value:.3g} pps"
+
+
 def format_value(family: Family, value: Optional[float]) -> str:
     """Format a canonical value of ``family``; ``n/a`` for None/NaN, ``inf`` kept."""
     if value is None or math.isnan(value):
@@ -156,6 +174,10 @@ def format_value(family: Family, value: Optional[float]) -> str:
         return format_bytes(value)
     if family is Family.RATE:
         return format_rate(value)
+    if family is Family.BITRATE:
+        return f"{value:.3g} Gbit/s"
+    if family is Family.PACKET_RATE:
+        return format_packet_rate(value)
     if family is Family.FRACTION:
         return format_fraction(value)
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
@@ -168,6 +190,40 @@ def _percentile(q: float) -> Extractor:
 
 def _errors(r: RoundResult) -> float:
     return float(r.error_count)
+
+
+def _transport(r: RoundResult, name: str) -> Any:
+    if r.transport is None:
+        raise MetricUnavailable(f"{name}: an L4 metric; this round is HTTP (measure an iperf3:// or tcp:// target)")
+    return r.transport
+
+
+def _gbps(r: RoundResult) -> float:
+    t = _transport(r, "gbps")
+    if t.protocol == "tcp-rr":
+        raise MetricUnavailable("gbps: a throughput metric of iperf3 rounds; a tcp:// round measures latency")
+    return float(t.received_bps) / 1e9
+
+
+def _pps(r: RoundResult) -> float:
+    t = _transport(r, "pps")
+    if t.protocol == "udp" and t.received_pps is not None:
+        return float(t.received_pps)
+    if t.wire is None or t.wire.span_s <= 0:
+        raise MetricUnavailable("pps: no interface counters of the server were read in this round")
+    return t.wire.packets_per_s
+
+
+def _udp_only(name: str, field_name: str, scale: float = 1.0) -> Extractor:
+    def extract(r: RoundResult) -> float:
+        value = getattr(_transport(r, name), field_name)
+        if value is None:
+            raise MetricUnavailable(
+                f"{name}: a UDP metric; this round is {r.transport.protocol if r.transport else '?'}"
+            )
+        return float(value) * scale
+
+    return extract
 
 
 _LATENCY = [
@@ -191,11 +247,16 @@ REGISTRY: dict[str, Metric] = {
             f"{q:g}th percentile latency from the intended send time",
             stored=stored,
             percentile=q,
+            from_histogram=True,
         )
         for name, q, stored in _LATENCY
     },
-    "mean": Metric("mean", Family.LATENCY, Better.LOWER, lambda r: r.latency.mean_ns, "mean latency"),
-    "max": Metric("max", Family.LATENCY, Better.LOWER, lambda r: r.latency.max_ns, "largest latency"),
+    "mean": Metric(
+        "mean", Family.LATENCY, Better.LOWER, lambda r: r.latency.mean_ns, "mean latency", from_histogram=True
+    ),
+    "max": Metric(
+        "max", Family.LATENCY, Better.LOWER, lambda r: r.latency.max_ns, "largest latency", from_histogram=True
+    ),
     "errors": Metric("errors", Family.COUNT, Better.LOWER, _errors, "errors of every kind"),
     "error_rate": Metric(
         "error_rate",
@@ -210,6 +271,39 @@ REGISTRY: dict[str, Metric] = {
         Better.LOWER,
         lambda r: float(r.sockets_opened),
         "sockets the driver opened",
+    ),
+    "gbps": Metric(
+        "gbps",
+        Family.BITRATE,
+        Better.HIGHER,
+        _gbps,
+        "payload gigabits per second the receiver got (iperf3)",
+        stored=False,
+    ),
+    "pps": Metric(
+        "pps",
+        Family.PACKET_RATE,
+        Better.HIGHER,
+        _pps,
+        "packets per second: UDP datagrams the iperf3 server received, else packets (both ways) "
+        "the server's interface counted",
+        stored=False,
+    ),
+    "loss": Metric(
+        "loss",
+        Family.FRACTION,
+        Better.LOWER,
+        _udp_only("loss", "loss"),
+        "UDP datagrams lost over those sent (iperf3)",
+        stored=False,
+    ),
+    "jitter": Metric(
+        "jitter",
+        Family.LATENCY,
+        Better.LOWER,
+        _udp_only("jitter", "jitter_ns"),
+        "UDP inter-arrival jitter at the receiver (iperf3, RFC 3550)",
+        stored=False,
     ),
 }
 

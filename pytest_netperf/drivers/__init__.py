@@ -1,4 +1,5 @@
-"""Load drivers: the Rust binary (precise, efficient) and Locust (user flows, many machines).
+"""Load drivers: the Rust binary (precise, efficient; HTTP and tcp:// request/response),
+iperf3 (L4 throughput and packet rate) and Locust (user flows, many machines).
 
 :func:`make_driver` is the one registry of driver names; the modules are imported only
 when a driver is made, so importing this package starts nothing.
@@ -13,7 +14,24 @@ from pytest_netperf.drivers.base import CommandRunner, Driver
 from pytest_netperf.errors import NetperfError
 
 #: Driver names a test or option may give.
-DRIVER_NAMES = ("rust", "locust")
+DRIVER_NAMES = ("rust", "locust", "iperf3")
+#: Target URL schemes only one driver measures.
+_SCHEME_DRIVERS = {"iperf3": "iperf3", "tcp": "rust"}
+
+
+def driver_for_target(url: str, requested: Optional[str], default: Optional[str]) -> Optional[str]:
+    """The driver that measures ``url``: the one its scheme needs (``iperf3://`` iperf3,
+    ``tcp://`` rust), else ``requested`` or ``default``. NetperfError when ``requested`` (or
+    a default the scheme cannot use, such as locust for ``tcp://``) names another."""
+    scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+    needed = _SCHEME_DRIVERS.get(scheme)
+    if needed is None:
+        if (requested or default) == "iperf3":
+            raise NetperfError(f"{url}: the iperf3 driver measures iperf3://host:port targets only")
+        return requested or default
+    if requested is not None and requested != needed:
+        raise NetperfError(f"{url}: a {scheme}:// target is measured by the {needed} driver, not {requested!r}")
+    return needed
 
 
 def make_driver(
@@ -29,6 +47,10 @@ def make_driver(
         from pytest_netperf.drivers.rust import RustDriver
 
         return RustDriver(runner=runner)
+    if name == "iperf3":
+        from pytest_netperf.drivers.iperf3 import Iperf3Driver
+
+        return Iperf3Driver(runner=runner)
     if name == "locust":
         if runner is not None:
             raise NetperfError(

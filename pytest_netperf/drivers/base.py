@@ -28,6 +28,12 @@ class LoadShape:
     arrival: str = "constant"
     new_connection_per_request: bool = False
     interval_s: float = 1.0
+    #: L4 rounds: bytes per request and response (tcp://), per write (iperf3 TCP) or per
+    #: datagram (iperf3 UDP); None for HTTP and iperf3's own default.
+    payload: Optional[int] = None
+    #: iperf3 rounds: ``tcp`` (a stream over ``connections`` parallel connections) or ``udp``
+    #: (``rate`` datagrams per second).
+    protocol: str = "tcp"
     extra: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
@@ -38,6 +44,8 @@ class LoadShape:
     def describe(self) -> str:
         """Short human description, e.g. ``c=100 closed 5s``."""
         load = f"{self.rate:g} rps open" if self.rate else f"c={self.connections} closed"
+        if self.payload is not None:
+            load += f" {self.payload}B"
         return f"{load} {self.duration_s:g}s (+{self.warmup_s:g}s warmup)"
 
 

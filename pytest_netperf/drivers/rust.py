@@ -142,6 +142,8 @@ class RustDriver:
             args += ["--body-size", str(int(shape.body_size))]
         if shape.new_connection_per_request:
             args.append("--new-connection-per-request")
+        if shape.payload is not None:
+            args += ["--payload", str(int(shape.payload))]
         for key, value in sorted(shape.extra.items()):
             flag = "--" + key.replace("_", "-")
             if value is True:

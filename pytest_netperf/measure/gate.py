@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.budget.metrics import ERROR_METRICS
+from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import CommandRunner, Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
@@ -23,6 +24,7 @@ from pytest_netperf.measure.results import RoundResult
 from pytest_netperf.measure.system_costs import check_probes, closed_loop_note, run_with_costs, system_budgets
 from pytest_netperf.measure.targets import TargetLike, host_header, target_url
 from pytest_netperf.measure.validity import samples_problem, saturation_problem
+from pytest_netperf.measure.wire_counts import run_with_wire
 from pytest_netperf.report.failure import FailureContext, failure_text
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
@@ -61,6 +63,8 @@ class Series:
     facts: dict[str, str] = field(default_factory=dict)
     #: Reads what the target's system under test spends per round (None for a plain URL).
     costs: Any = None
+    #: Reads the server interface's packet counters around each L4 round (None: not counted).
+    wire: Any = None
 
     def values(self, metric: str) -> list[float]:
         """Per-round values of ``metric``."""
@@ -324,11 +328,12 @@ class Gate:
         host = host_header(target)
         if host and not any(k.lower() == "host" for k, _ in shape.headers):
             shape = replace(shape, headers=shape.headers + (("Host", host),))
-        name = driver or self._default_driver
+        name = driver_for_target(url, driver, self._default_driver)
         drv = self._driver_factory(name, runner)
         images = {} if isinstance(target, str) else dict(getattr(target, "images", None) or {})
         guard = None if isinstance(target, str) else getattr(target, "guard", None)
         costs = None if isinstance(target, str) else getattr(target, "costs", None)
+        wire = None if isinstance(target, str) else getattr(target, "wire", None)
         return Series(
             label=label,
             url=url,
@@ -340,6 +345,7 @@ class Gate:
             guard=guard if callable(guard) else None,
             facts=series_facts(target, drv),
             costs=costs,
+            wire=wire,
         )
 
     def _attach_base(self, m: Measurement, target: TargetLike, shape: LoadShape, driver: Optional[str]) -> None:
@@ -384,11 +390,14 @@ class Gate:
         if series.rounds:  # warm already: the new connections only need to settle
             shape = replace(shape, warmup_s=min(shape.warmup_s, self.settings.round_warmup_s))
 
-        def run() -> RoundResult:
+        def drive() -> RoundResult:
             try:
                 return series.driver_instance.run(series.url, shape)
             except DriverError as exc:
                 raise InvalidMeasurement(f"{series.label} {series.url}: {exc}") from exc
+
+        def run() -> RoundResult:
+            return run_with_wire(drive, series.wire, self.notes)
 
         needs_costs = bool(self._system_budgets)
         for attempt in range(self.settings.saturated_retries + 1):

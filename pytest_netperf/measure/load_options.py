@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pytest_netperf import defaults
 from pytest_netperf.errors import NetperfError
 
 
@@ -11,8 +12,14 @@ class LoadOptionError(NetperfError, ValueError):
     """A load option of ``measure()``/``compare()`` is unknown or out of range; names it."""
 
 
-SHAPE_ALIASES = {"duration": "duration_s", "warmup": "warmup_s", "timeout": "timeout_s"}
+SHAPE_ALIASES = {
+    "duration": "duration_s",
+    "warmup": "warmup_s",
+    "timeout": "timeout_s",
+    "streams": "connections",
+}
 _ARRIVALS = ("constant", "poisson")
+_PROTOCOLS = ("tcp", "udp")
 
 
 def check_load_option(given: str, name: str, value: Any) -> Any:
@@ -45,6 +52,15 @@ def check_load_option(given: str, name: str, value: Any) -> Any:
         return None if value is None else whole(1)
     if name == "body_size":
         return whole(0)
+    if name == "payload":
+        if value is None:
+            return None
+        size = whole(1)
+        if size > defaults.MAX_PAYLOAD_BYTES:
+            raise bad(f"a size in bytes from 1 to {defaults.MAX_PAYLOAD_BYTES} (64 KiB)")
+        return size
+    if name == "protocol" and value not in _PROTOCOLS:
+        raise bad(" or ".join(repr(p) for p in _PROTOCOLS))
     if name == "arrival" and value not in _ARRIVALS:
         raise bad(" or ".join(repr(a) for a in _ARRIVALS))
     if name == "method" and not (isinstance(value, str) and value.isalpha()):

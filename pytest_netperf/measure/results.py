@@ -124,6 +124,70 @@ class SystemCosts:
 
 
 @dataclass
+class WireCounters:
+    """Packets and bytes an interface of the server counted over one round (warmup included),
+    so the size of what crossed the (virtual) wire can be set against the payload."""
+
+    #: ``eth0`` in the server's namespace, or ``lo`` on the host network.
+    interface: str
+    rx_packets: int
+    rx_bytes: int
+    tx_packets: int
+    tx_bytes: int
+    #: Wall seconds between the two readings.
+    span_s: float
+
+    @property
+    def packets(self) -> int:
+        """Packets that crossed in both directions. On ``lo`` every packet is counted once
+        as sent and once as received, so there the received count is all of them."""
+        return self.rx_packets if self.interface == "lo" else self.rx_packets + self.tx_packets
+
+    @property
+    def bytes(self) -> int:
+        """Bytes that crossed in both directions (see :attr:`packets`)."""
+        return self.rx_bytes if self.interface == "lo" else self.rx_bytes + self.tx_bytes
+
+    @property
+    def packets_per_s(self) -> float:
+        """Packets per second in both directions (NaN without a span)."""
+        return self.packets / self.span_s if self.span_s > 0 else float("nan")
+
+    @property
+    def packet_bytes(self) -> float:
+        """Average size of a packet on the wire, headers included (NaN when none crossed)."""
+        return self.bytes / self.packets if self.packets else float("nan")
+
+
+@dataclass
+class TransportStats:
+    """What an L4 round measured: iperf3 TCP/UDP throughput, or raw TCP request/response."""
+
+    #: ``tcp`` (iperf3 stream), ``udp`` (iperf3 datagrams) or ``tcp-rr`` (request/response).
+    protocol: str
+    #: Bytes per write (TCP), per datagram (UDP) or per request and response (tcp-rr).
+    payload_bytes: Optional[int]
+    streams: int = 1
+    #: Payload bits per second the sender sent and the receiver got.
+    sent_bps: float = 0.0
+    received_bps: float = 0.0
+    #: UDP: datagrams sent and received, and received per second.
+    packets_sent: Optional[int] = None
+    packets_received: Optional[int] = None
+    received_pps: Optional[float] = None
+    #: UDP: datagrams lost (sent but never received) over those sent.
+    loss: Optional[float] = None
+    #: UDP: inter-arrival jitter (RFC 3550) the receiver computed, in nanoseconds.
+    jitter_ns: Optional[float] = None
+    #: TCP: segments retransmitted by the sender.
+    retransmits: Optional[int] = None
+    #: CPU the receiving side spent (iperf3's ``remote_total``), a fraction of one core's time.
+    receiver_cpu_util: Optional[float] = None
+    #: The server interface's counters over the round (None where they cannot be read).
+    wire: Optional[WireCounters] = None
+
+
+@dataclass
 class RoundResult:
     """One measurement round of one target by one driver."""
 
@@ -160,6 +224,8 @@ class RoundResult:
     completed_total: Optional[int] = None
     #: What the system under test spent in this round (``None`` for a plain URL target).
     system: Optional[SystemCosts] = None
+    #: L4 figures (iperf3 rounds, tcp:// request/response rounds); None for HTTP.
+    transport: Optional[TransportStats] = None
 
     @property
     def error_count(self) -> int:
@@ -198,6 +264,11 @@ class RoundResult:
             system = dict(data["system"])
             system["nodes"] = {name: NodeCosts(**node) for name, node in system["nodes"].items()}
             data["system"] = SystemCosts(**system)
+        if data.get("transport") is not None:
+            transport = dict(data["transport"])
+            if transport.get("wire") is not None:
+                transport["wire"] = WireCounters(**transport["wire"])
+            data["transport"] = TransportStats(**transport)
         return cls(**data)
 
     @classmethod
@@ -211,6 +282,13 @@ class RoundResult:
         cli = doc["client"]
         latency = LatencySummary.from_json(doc["latency_ns"])
         assert latency is not None
+        transport = None
+        if cfg.get("protocol") == "tcp-rr":
+            transport = TransportStats(
+                protocol="tcp-rr",
+                payload_bytes=cfg.get("payload_bytes"),
+                streams=int(cfg.get("connections") or 1),
+            )
         return cls(
             driver="rust",
             target=cfg["url"],
@@ -258,4 +336,5 @@ class RoundResult:
             config=dict(cfg),
             censored=int(summ.get("censored", 0)),
             completed_total=None if summ.get("completed_total") is None else int(summ["completed_total"]),
+            transport=transport,
         )

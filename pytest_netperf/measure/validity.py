@@ -15,14 +15,13 @@ from collections.abc import Iterable
 from typing import Optional
 
 from pytest_netperf.budget import metrics
-from pytest_netperf.budget.metrics import Family
 from pytest_netperf.measure.results import RoundResult
 
 
 def samples_needed(metric: str) -> int:
     """Latency samples a round needs before ``metric`` means anything (0 for non-latency)."""
     known = metrics.get(metric)
-    if known.family is not Family.LATENCY:
+    if not known.from_histogram:
         return 0
     q = known.percentile  # None for the mean and the maximum: one sample will do
     return 1 if q is None else math.ceil(100.0 / (100.0 - q) - 1e-9)

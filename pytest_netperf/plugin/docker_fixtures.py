@@ -34,6 +34,8 @@ from pytest_netperf.revision.diff import UNCHANGED
 from pytest_netperf.runtime.cleanup import clean_session, remove_stale
 from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology, TopologyStartError
+from pytest_netperf.runtime.l4_paths import L4Paths, free_host_ports
+from pytest_netperf.runtime.l4_paths import l4_paths as l4_paths_over
 from pytest_netperf.topology import builders
 from pytest_netperf.topology.model import Topology
 from pytest_netperf.topology.render.files import config_source
@@ -117,6 +119,26 @@ def access_modes(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) 
     """Echo replicas reached by link, DNS, discovery proxy, L7 and L4; param: replicas (default 3)."""
     topology = builders.access_modes_topology(**_params(request, "replicas", 3))
     yield from _bring_up(netperf_docker, topology, request)
+
+
+@pytest.fixture(scope="module")
+def l4_paths(netperf_docker: DockerRuntime) -> Iterator[L4Paths]:
+    """One L4 server (raw TCP echo and iperf3) on a bridge network and one on the host
+    network, as three paths: ``container``, ``host_to_container`` and ``host``; each has
+    ``.rr`` (``tcp://``) and ``.iperf3`` (``iperf3://``) endpoints."""
+    bridge = _up_or_skip(netperf_docker, builders.l4_topology(), None)
+    try:
+        http_port, echo_port, iperf3_port = free_host_ports(3)
+        topology = builders.l4_topology(host_network=True, ports=(http_port, echo_port, iperf3_port))
+        host = _up_or_skip(netperf_docker, topology, None)
+    except BaseException:
+        _take_down(netperf_docker, bridge)
+        raise
+    try:
+        yield l4_paths_over(bridge, host)
+    finally:
+        _take_down(netperf_docker, host)
+        _take_down(netperf_docker, bridge)
 
 
 @pytest.fixture
@@ -253,9 +275,13 @@ def _bring_up(runtime: DockerRuntime, topology: Topology, request: pytest.Fixtur
     try:
         yield running
     finally:
-        running.down()
-        if running in runtime.running:
-            runtime.running.remove(running)
+        _take_down(runtime, running)
+
+
+def _take_down(runtime: DockerRuntime, running: RunningTopology) -> None:
+    running.down()
+    if running in runtime.running:
+        runtime.running.remove(running)
 
 
 def _install_signal_cleanup(session_id: str) -> Callable[[], None]:

@@ -234,8 +234,8 @@ class NetperfPlugin:
             name = name or self.settings.driver
             cpus = self.driver_cpus
             if cpus is not None:
-                if runner is None and name == "rust":
-                    runner = LocalRunner(cpus=cpus)
+                if runner is None and name in ("rust", "iperf3"):
+                    runner = LocalRunner(cpus=cpus)  # iperf3 keeps the cores, with its own program
                 elif runner is not None and callable(getattr(runner, "pinned", None)):
                     runner = runner.pinned(cpus)
             return make_driver(

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 from pytest_netperf.report.system_costs import SYSTEM_FACT, costs_fact, costs_json
+from pytest_netperf.report.transport import TRANSPORT_FACT, transport_fact, transport_json
 from pytest_netperf.verdict.status import SUMMARY_ORDER, WORST_FIRST, Status
 
 if TYPE_CHECKING:
@@ -93,6 +94,9 @@ def series_facts(m: Measurement) -> dict[str, dict[str, str]]:
         spent = costs_fact(s.rounds)
         if spent:
             facts[s.label][SYSTEM_FACT] = spent
+        l4 = transport_fact(s.rounds)
+        if l4:
+            facts[s.label][TRANSPORT_FACT] = l4
     return facts if any(facts.values()) else {}
 
 
@@ -182,6 +186,7 @@ def measurement_summary(m: Measurement) -> dict[str, Any]:
             "sockets_opened": [r.sockets_opened for r in s.rounds],
             "facts": dict(s.facts),
             "system_costs": costs_json(s.rounds),
+            "l4": transport_json(s.rounds),
         }
     return out
 

@@ -167,10 +167,9 @@ def _keyed(text: str, path: Path) -> dict[str, int]:
     return out
 
 
-def net_counters(text: str, path: Path) -> tuple[int, int, int, int]:
-    """``(rx_packets, tx_packets, rx_bytes, tx_bytes)`` summed over every interface but ``lo``."""
-    rx_p = tx_p = rx_b = tx_b = 0
-    seen = False
+def interface_counters(text: str, path: Path) -> dict[str, tuple[int, int, int, int]]:
+    """``{interface: (rx_packets, tx_packets, rx_bytes, tx_bytes)}`` from a ``net/dev`` file."""
+    out: dict[str, tuple[int, int, int, int]] = {}
     for line in text.splitlines():
         name, sep, values = line.partition(":")
         if not sep or "|" in line:
@@ -178,13 +177,19 @@ def net_counters(text: str, path: Path) -> tuple[int, int, int, int]:
         numbers = values.split()
         if len(numbers) < 16:
             raise CgroupError(f"{path}: cannot read interface line {line.strip()[:60]!r}")
-        seen = True
-        if name.strip() == "lo":
-            continue
-        rx_b, rx_p = rx_b + int(numbers[0]), rx_p + int(numbers[1])
-        tx_b, tx_p = tx_b + int(numbers[8]), tx_p + int(numbers[9])
-    if not seen:
+        out[name.strip()] = (int(numbers[1]), int(numbers[9]), int(numbers[0]), int(numbers[8]))
+    if not out:
         raise CgroupError(f"{path}: no interfaces in it")
+    return out
+
+
+def net_counters(text: str, path: Path) -> tuple[int, int, int, int]:
+    """``(rx_packets, tx_packets, rx_bytes, tx_bytes)`` summed over every interface but ``lo``."""
+    totals = [0, 0, 0, 0]
+    for name, counts in interface_counters(text, path).items():
+        if name != "lo":
+            totals = [a + b for a, b in zip(totals, counts, strict=True)]
+    rx_p, tx_p, rx_b, tx_b = totals
     return rx_p, tx_p, rx_b, tx_b
 
 

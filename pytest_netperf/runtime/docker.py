@@ -45,6 +45,7 @@ from pytest_netperf.runtime.costs import Member, SystemProbe
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.resources import CoreSplit, Resources, default_split
 from pytest_netperf.runtime.runners import ContainerRunner
+from pytest_netperf.runtime.wire import WireProbe, container_pid
 from pytest_netperf.topology.model import Node, Topology
 from pytest_netperf.topology.render.containers import ContainerSpec, container_specs
 from pytest_netperf.topology.render.files import check_configs
@@ -66,6 +67,8 @@ __all__ = [
 
 #: Containers started at the same time within one wave.
 MAX_PARALLEL_STARTS = 4
+#: Where the host reaches a node on the host network.
+HOST_NETWORK_ADDRESS = "127.0.0.1"
 #: Log lines of a failing node attached to the error.
 LOG_TAIL_LINES = 30
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]+")
@@ -144,10 +147,14 @@ class TopologyGuard:
     root_container_id: str
     #: names that resolve to the pod root on the network (node name and aliases)
     names: tuple[str, ...] = ()
+    #: the pod root runs on the host network: reached at 127.0.0.1, no bridge address to check
+    host_network: bool = False
 
     def check(self, url: str) -> str | None:
         """None when load to ``url`` reaches this topology; otherwise why it would not."""
         host = urlsplit(url).hostname or ""
+        if self.host_network:
+            return self._container_problem()
         try:
             network = self.client.api.inspect_network(self.network_id)
         except NotFound:
@@ -169,6 +176,9 @@ class TopologyGuard:
                 return f"{host} is no longer {self.node!r}'s address on {self.network} (now {address})"
         elif host not in self.names:
             return f"{host!r} is not a name of {self.node!r} on network {self.network}"
+        return self._container_problem()
+
+    def _container_problem(self) -> str | None:
         try:
             container = self.client.api.inspect_container(self.container_id)
         except NotFound:
@@ -215,6 +225,8 @@ class Endpoint:
     base_error: str = field(default="", hash=False, compare=False)
     #: reads what the containers of the system under test spend in each round (cgroups)
     costs: SystemProbe | None = field(default=None, hash=False, compare=False, repr=False)
+    #: counts packets on the server's interface around each L4 round (None for HTTP targets)
+    wire: WireProbe | None = field(default=None, hash=False, compare=False, repr=False)
 
     def guard(self) -> str | None:
         """None while ``url`` still reaches this session's running topology, else the reason.
@@ -275,8 +287,10 @@ class RunningTopology:
         return self._probe
 
     def ip(self, node: str) -> str:
-        """The bridge address of ``node`` (a sidecar shares its pod root's address)."""
-        return _ip(self._containers[self.topology.pod_root(node).name], self.network)
+        """The bridge address of ``node`` (a sidecar shares its pod root's address; a node on
+        the host network is at 127.0.0.1)."""
+        root = self.topology.pod_root(node)
+        return HOST_NETWORK_ADDRESS if root.host_network else _ip(self._containers[root.name], self.network)
 
     def logs(self, node: str) -> str:
         """stdout and stderr of ``node``'s container so far, in the order written."""
@@ -327,16 +341,25 @@ class RunningTopology:
         guard = self.guard_for(target.node)
         facts = self.facts()
         costs = self.cost_probe()
+        wire = self.wire_probe(target.node) if target.scheme != "http" else None
+        path = target.path if target.scheme == "http" else ""
         if not target.via_dns:
-            url = f"http://{self.ip(target.node)}:{target.port}{target.path}"
-            return Endpoint(url, None, "host", target.host_header, images, guard, facts, costs=costs)
+            url = f"{target.scheme}://{self.ip(target.node)}:{target.port}{path}"
+            return Endpoint(url, None, "host", target.host_header, images, guard, facts, costs=costs, wire=wire)
         if self._driver_image is None:
             raise TopologyStartError(
                 f"target {target_name!r} needs the driver in a container, but no echo (driver) image is known"
             )
         runner = ContainerRunner(self._client, self._driver_image, self.network, self._labels)
-        url = f"http://{self.topology.dns_name(target.node)}:{target.port}{target.path}"
-        return Endpoint(url, runner, runner.where, target.host_header, images, guard, facts, costs=costs)
+        url = f"{target.scheme}://{self.topology.dns_name(target.node)}:{target.port}{path}"
+        return Endpoint(url, runner, runner.where, target.host_header, images, guard, facts, costs=costs, wire=wire)
+
+    def wire_probe(self, node: str) -> WireProbe:
+        """Counts packets on ``node``'s interface: ``eth0`` on the bridge, ``lo`` on the host network."""
+        root = self.topology.pod_root(node)
+        interface = "lo" if root.host_network else "eth0"
+        container = self._containers[root.name]
+        return WireProbe(container_pid(self._client, str(container.id)), interface, f"{interface} of {root.name}")
 
     def guard_for(self, node: str) -> TopologyGuard:
         """The liveness check of ``node``'s address (see :meth:`Endpoint.guard`)."""
@@ -351,6 +374,7 @@ class RunningTopology:
             container_id=str(self._containers[node].id),
             root_container_id=str(self._containers[root.name].id),
             names=(root.name, *root.aliases),
+            host_network=root.host_network,
         )
 
     def down(self) -> None:
@@ -527,6 +551,8 @@ class DockerRuntime:
             ]
         if node.pod_of is not None:  # a sidecar joins its pod root's network namespace
             options["network_mode"] = f"container:{containers[topology.pod_root(node.name).name].id}"
+        elif node.host_network:
+            options["network_mode"] = "host"
         else:
             endpoint = self.client.api.create_endpoint_config(aliases=[node.name, *node.aliases])
             options.update(network=network, hostname=node.name, networking_config={network: endpoint})
@@ -546,7 +572,8 @@ class DockerRuntime:
         for spec in specs:
             root = topology.pod_root(spec.node).name
             if root not in addresses:
-                addresses[root] = _ip(containers[root], network)
+                host = topology.node(root).host_network
+                addresses[root] = HOST_NETWORK_ADDRESS if host else _ip(containers[root], network)
             probes = [(spec.port, spec.health_path), *((port, None) for port in spec.tcp_ports)]
             for port, path in probes:
                 probe = HttpReadiness(

@@ -130,3 +130,37 @@ def access_modes_topology(
         *(Target(b.name, b.name, BALANCER_PORT) for b in balancers),
     )
     return _validated(Topology(name or f"access-modes-x{replicas}", echoes + balancers, targets))
+
+
+L4_SERVER = "l4"
+L4_IPERF3 = "l4-iperf3"
+TCP_ECHO_PORT = 7007
+IPERF3_PORT = 5201
+
+
+def l4_topology(
+    host_network: bool = False, ports: tuple[int, int, int] | None = None, name: str | None = None
+) -> Topology:
+    """One L4 server: the echo server (node ``l4``) with raw TCP echo, and an iperf3 server
+    in its pod (node ``l4-iperf3``, same network namespace).
+
+    On a bridge network (default) the targets are ``rr`` (``tcp://`` request/response) and
+    ``iperf3`` for a driver on the host, and ``rr-net``/``iperf3-net`` for a driver in a
+    container on the network. With ``host_network`` both run in the host's namespace and
+    ``rr``/``iperf3`` are reached at 127.0.0.1; ``ports`` (HTTP, TCP echo, iperf3) must then
+    be free on the host.
+    """
+    http_port, echo_port, iperf3_port = ports or (ECHO_PORT, TCP_ECHO_PORT, IPERF3_PORT)
+    server = Node(L4_SERVER, "echo", http_port, params={"tcp_echo_port": echo_port}, host_network=host_network)
+    iperf3 = Node(L4_IPERF3, "iperf3", iperf3_port, pod_of=L4_SERVER)
+    targets = [
+        Target("rr", L4_SERVER, echo_port, scheme="tcp"),
+        Target("iperf3", L4_IPERF3, iperf3_port, scheme="iperf3"),
+    ]
+    if not host_network:
+        targets += [
+            Target("rr-net", L4_SERVER, echo_port, scheme="tcp", via_dns=True),
+            Target("iperf3-net", L4_IPERF3, iperf3_port, scheme="iperf3", via_dns=True),
+        ]
+    default_name = "l4-host-network" if host_network else "l4-bridge"
+    return _validated(Topology(name or default_name, (server, iperf3), tuple(targets)))

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pytest_netperf.runtime.resources import Resources
 
-NodeKind = Literal["echo", "nginx", "kong", "envoy", "haproxy", "container"]
-NODE_KINDS: tuple[str, ...] = ("echo", "nginx", "kong", "envoy", "haproxy", "container")
+NodeKind = Literal["echo", "nginx", "kong", "envoy", "haproxy", "iperf3", "container"]
+NODE_KINDS: tuple[str, ...] = ("echo", "nginx", "kong", "envoy", "haproxy", "iperf3", "container")
 #: Kinds whose config the built-in renderers can write (and whose images have a default config path).
 CONFIGURABLE_KINDS: tuple[str, ...] = ("nginx", "kong", "envoy", "haproxy")
 
@@ -49,6 +49,9 @@ class Node:
     - ``env``: environment variables (on top of the ones the plugin sets).
     - ``resources``: CPU/memory limits (a :class:`Resources` or a dict with ``cpus``,
       ``cpuset``, ``memory``).
+    - ``host_network``: run in the host's network namespace (``network_mode: host``) instead
+      of on the topology's bridge network; it is reached at 127.0.0.1 from the host, its
+      ports must be free on the host, and its sidecars (``pod_of``) share it.
 
     Upstream names in a team's file resolve through Docker DNS (node names and aliases);
     ``upstreams=`` only orders the start. A file-backed or ``"container"`` node is ready when
@@ -70,6 +73,7 @@ class Node:
     command: tuple[str, ...] | None = None
     env: Mapping[str, str] = field(default_factory=dict, hash=False)
     resources: Resources | None = None
+    host_network: bool = False
 
     def __post_init__(self) -> None:
         # Normalize convenient spellings; anything else is left for validate() to report.
@@ -86,8 +90,10 @@ class Node:
 
     @property
     def ports(self) -> tuple[int, ...]:
-        """Every port this node listens on, the main one first."""
-        return (self.port, *self.extra_ports)
+        """Every port this node listens on, the main one first (an echo node's raw TCP echo
+        port, ``params["tcp_echo_port"]``, too)."""
+        tcp_echo = self.params.get("tcp_echo_port") if self.kind == "echo" else None
+        return (self.port, *self.extra_ports, *((int(tcp_echo),) if tcp_echo else ()))
 
     @property
     def file_backed(self) -> bool:
@@ -95,9 +101,19 @@ class Node:
         return self.config is not None or self.kind == "container"
 
 
+#: Target URL schemes: HTTP, raw TCP request/response (the echo server's --tcp-echo) and iperf3.
+TARGET_SCHEMES: tuple[str, ...] = ("http", "tcp", "iperf3")
+
+
 @dataclass(frozen=True)
 class Target:
-    """Something the load driver measures: a node, a port and a path."""
+    """Something the load driver measures: a node, a port and a path.
+
+    ``scheme`` is ``http`` (the default), ``tcp`` (request/response over raw TCP against an
+    echo server's ``--tcp-echo`` port) or ``iperf3`` (an ``iperf3 -s`` server); the last two
+    have no path. ``via_dns``: the driver runs in a container on the topology's network and
+    uses the node's name (else it runs on the host and uses the node's address).
+    """
 
     name: str
     node: str
@@ -105,6 +121,7 @@ class Target:
     path: str = "/"
     via_dns: bool = False
     host_header: str | None = None
+    scheme: str = "http"
 
 
 @dataclass(frozen=True)
@@ -222,6 +239,16 @@ def _problems(topology: Topology) -> list[str]:
             problems.append(f"target {target.name!r}: nothing listens on {target.node}:{target.port}")
         if not target.path.startswith("/"):
             problems.append(f"target {target.name!r}: path must start with '/'")
+        if target.scheme not in TARGET_SCHEMES:
+            problems.append(
+                f"target {target.name!r}: scheme {target.scheme!r} is not one of {', '.join(TARGET_SCHEMES)}"
+            )
+        elif target.scheme != "http" and target.path != "/":
+            problems.append(f"target {target.name!r}: a {target.scheme} target has no path")
+        if target.via_dns and topology.pod_root(target.node).host_network:
+            problems.append(
+                f"target {target.name!r}: node {target.node!r} is on the host network, not reachable by name"
+            )
     return problems
 
 
@@ -241,6 +268,10 @@ def _node_problems(node: Node, known: set[str]) -> list[str]:
         problems.append(f"node {node.name!r} is pod_of unknown node {node.pod_of!r}")
     if node.pod_of is not None and node.aliases:
         problems.append(f"node {node.name!r} shares a network namespace and cannot have aliases")
+    if node.host_network and node.pod_of is not None:
+        problems.append(f"node {node.name!r}: a sidecar shares its pod's network; set host_network on {node.pod_of!r}")
+    if node.host_network and node.aliases:
+        problems.append(f"node {node.name!r} is on the host network and cannot have aliases")
     return problems + _file_problems(node)
 
 

@@ -60,11 +60,23 @@ class ContainerSpec:
 
 
 def echo_command(node: Node) -> list[str]:
-    """The echo server command line; the ``next_url`` param becomes ``--next``."""
+    """The echo server command line; the ``next_url`` param becomes ``--next``, the
+    ``tcp_echo_port`` param ``--tcp-echo`` (raw TCP echo on that port)."""
     command = ["netperf-driver", "echo", "--listen", f"0.0.0.0:{node.port}", "--id", node.name]
     if node.params.get("next_url"):
         command += ["--next", str(node.params["next_url"])]
+    if node.params.get("tcp_echo_port"):
+        command += ["--tcp-echo", f"0.0.0.0:{int(node.params['tcp_echo_port'])}"]
     return command
+
+
+def iperf3_command(node: Node) -> list[str]:
+    """An iperf3 server on the node's port (it serves one test at a time, then the next)."""
+    return ["iperf3", "--server", "--port", str(node.port)]
+
+
+#: The image role each kind runs from (an iperf3 server runs from the echo image, whose base carries iperf3).
+IMAGE_ROLES = {"iperf3": "echo"}
 
 
 _RENDERERS: dict[str, tuple[str, Callable[[Topology, Node], str]]] = {
@@ -90,21 +102,24 @@ def container_spec(topology: Topology, node: Node, base_dir: str | os.PathLike[s
         files[path] = render(topology, node)
     commands = {
         "echo": lambda: echo_command(node),
+        "iperf3": lambda: iperf3_command(node),
         "nginx": nginx_command,
         "haproxy": haproxy_command,
         "envoy": lambda: envoy_command(node),
         "kong": kong_command,
     }
     environment = kong_environment(node) if node.kind == "kong" else {}
+    tcp_echo = node.params.get("tcp_echo_port") if node.kind == "echo" else None
     return ContainerSpec(
         node=node.name,
-        role=node.kind,
+        role=IMAGE_ROLES.get(node.kind, node.kind),
         command=list(node.command) if node.command else commands[node.kind](),
         files=files,
         environment={**environment, **node.env},
-        health_path=HEALTH_PATH,
+        health_path=None if node.kind == "iperf3" else HEALTH_PATH,  # iperf3: a TCP connect
         port=node.port,
         image=node.image,
+        tcp_ports=(int(tcp_echo),) if tcp_echo else (),
     )
 
 

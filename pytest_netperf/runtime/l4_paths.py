@@ -1,0 +1,92 @@
+"""The same L4 server reached three ways, so "container network vs host" is a same-run ratio.
+
+- ``container``: a driver container to the server container over the Docker bridge network
+  (the pod-to-pod path of a container network plugin);
+- ``host_to_container``: the host to the server container's bridge address (through the
+  host's bridge and veth);
+- ``host``: both ends in the host's network namespace (the server container runs with
+  ``network_mode: host``, the driver on the host), over loopback: what "host network" means
+  on one machine. Loopback's MTU is 64 KiB where the bridge's is 1500 bytes, which the
+  packets-on-the-wire figures show.
+
+Each path has an ``rr`` endpoint (``tcp://``, request/response against the echo server's raw
+TCP echo) and an ``iperf3`` endpoint (``iperf3://``).
+"""
+
+from __future__ import annotations
+
+import random
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+
+from pytest_netperf.runtime.docker import Endpoint, RunningTopology
+
+#: The fact every L4 row carries, naming its path.
+PATH_FACT = "path"
+#: Where free host ports for a host-network server are looked for.
+_PORT_RANGE = (20000, 60000)
+
+
+@dataclass(frozen=True)
+class L4Path:
+    """One way to the L4 server."""
+
+    name: str
+    description: str
+    #: ``tcp://`` request/response against the echo server's raw TCP echo.
+    rr: Endpoint
+    #: ``iperf3://`` against the server's iperf3.
+    iperf3: Endpoint
+
+
+@dataclass(frozen=True)
+class L4Paths:
+    """The three paths to the same server (see the module docstring)."""
+
+    container: L4Path
+    host_to_container: L4Path
+    host: L4Path
+
+    def __iter__(self) -> Iterator[L4Path]:
+        return iter((self.container, self.host_to_container, self.host))
+
+
+def l4_paths(bridge: RunningTopology, host_network: RunningTopology) -> L4Paths:
+    """The paths over a running ``l4_topology()`` and ``l4_topology(host_network=True)``."""
+
+    def path(name: str, description: str, running: RunningTopology, suffix: str) -> L4Path:
+        def endpoint(target: str) -> Endpoint:
+            found = running.endpoint(target + suffix)
+            return replace(found, facts={**found.facts, PATH_FACT: description})
+
+        return L4Path(name, description, endpoint("rr"), endpoint("iperf3"))
+
+    return L4Paths(
+        container=path("container", "container to container over the Docker bridge", bridge, "-net"),
+        host_to_container=path("host-to-container", "host to a container's bridge address", bridge, ""),
+        host=path("host", "host network (server with network_mode host, loopback)", host_network, ""),
+    )
+
+
+def free_host_ports(count: int, seed: int | None = None) -> tuple[int, ...]:
+    """``count`` distinct ports free for TCP and UDP on every host address just now."""
+    chooser = random.Random(seed)
+    found: list[int] = []
+    for _ in range(2000):
+        port = chooser.randrange(*_PORT_RANGE)
+        if port not in found and _free(port):
+            found.append(port)
+            if len(found) == count:
+                return tuple(found)
+    raise OSError(f"no {count} free TCP+UDP ports found in {_PORT_RANGE[0]}..{_PORT_RANGE[1]}")
+
+
+def _free(port: int) -> bool:
+    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
+        with socket.socket(socket.AF_INET, kind) as probe:
+            try:
+                probe.bind(("0.0.0.0", port))
+            except OSError:
+                return False
+    return True
