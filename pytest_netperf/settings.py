@@ -14,10 +14,10 @@ from typing import Any, Mapping, Optional
 
 from pytest_netperf import defaults
 from pytest_netperf.baseline.machine import check_class_name
-from pytest_netperf.drivers import DRIVER_NAMES
+from pytest_netperf.drivers import HTTP_DRIVER_NAMES
 from pytest_netperf.runtime.resources import cpuset_text, default_split, parse_cpuset, usable_cores
 
-DRIVERS = DRIVER_NAMES
+DRIVERS = HTTP_DRIVER_NAMES
 #: What a final INCONCLUSIVE does: fail; estimate (fail when the point estimate is outside
 #: the budget, else warn); warn; pass.
 INCONCLUSIVE_POLICIES = ("fail", "estimate", "warn", "pass")

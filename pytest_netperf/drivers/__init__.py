@@ -13,8 +13,10 @@ from typing import Optional
 from pytest_netperf.drivers.base import CommandRunner, Driver
 from pytest_netperf.errors import NetperfError
 
-#: Driver names a test or option may give.
-DRIVER_NAMES = ("rust", "locust", "iperf3")
+#: Drivers of HTTP targets: the ones a session or a test's marker may choose as its default.
+HTTP_DRIVER_NAMES = ("rust", "locust")
+#: Every driver name ``measure(driver=...)`` may give (iperf3 measures iperf3:// targets only).
+DRIVER_NAMES = (*HTTP_DRIVER_NAMES, "iperf3")
 #: Target URL schemes only one driver measures.
 _SCHEME_DRIVERS = {"iperf3": "iperf3", "tcp": "rust"}
 

@@ -14,7 +14,7 @@ from typing import Any, Optional
 import pytest
 
 from pytest_netperf.budget.grammar import Budget, coerce_budget
-from pytest_netperf.drivers import DRIVER_NAMES
+from pytest_netperf.drivers import HTTP_DRIVER_NAMES
 from pytest_netperf.errors import MarkerError
 from pytest_netperf.measure.gate import GateSettings
 from pytest_netperf.settings import INCONCLUSIVE_POLICIES, Settings, check_rounds, to_float, to_int
@@ -114,8 +114,8 @@ def _check(options: MarkerOptions) -> None:
     def fail(name: str, problem: str) -> None:
         raise MarkerError(f"netperf marker argument {name}={getattr(options, name)!r}: {problem}")
 
-    if options.driver is not None and options.driver not in DRIVER_NAMES:
-        fail("driver", f"expected one of {', '.join(DRIVER_NAMES)}")
+    if options.driver is not None and options.driver not in HTTP_DRIVER_NAMES:
+        fail("driver", f"expected one of {', '.join(HTTP_DRIVER_NAMES)}")
     if options.inconclusive is not None and options.inconclusive not in INCONCLUSIVE_POLICIES:
         fail("inconclusive", f"expected one of {', '.join(INCONCLUSIVE_POLICIES)}")
     if options.rounds is not None and options.rounds < 2:
