@@ -93,6 +93,9 @@ class Metric:
     scope: tuple[str, ...] = ()
     #: Read from the round's latency histogram (so a round needs samples for it).
     from_histogram: bool = False
+    #: For a fraction: what it is a share of in a round (requests attempted, datagrams sent),
+    #: so the rounds are pooled (the sum of the parts over the sum of the wholes) when judged.
+    weight: Optional[Extractor] = None
 
     @property
     def unit(self) -> str:
@@ -264,6 +267,7 @@ REGISTRY: dict[str, Metric] = {
         Better.LOWER,
         lambda r: r.error_rate,
         "errors over attempted requests",
+        weight=lambda r: float(r.ok + r.error_count),
     ),
     "sockets": Metric(
         "sockets",
@@ -296,6 +300,7 @@ REGISTRY: dict[str, Metric] = {
         _udp_only("loss", "loss"),
         "UDP datagrams lost over those sent (iperf3)",
         stored=False,
+        weight=_udp_only("loss", "packets_sent"),
     ),
     "jitter": Metric(
         "jitter",

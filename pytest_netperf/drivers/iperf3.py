@@ -4,9 +4,10 @@ A target is ``iperf3://host:port`` (an ``iperf3 -s`` server). The load shape say
 run: ``protocol="tcp"`` (default) sends as fast as TCP allows over ``connections`` parallel
 streams; ``protocol="udp"`` sends ``rate`` datagrams per second of ``payload`` bytes. The
 warmup is iperf3's ``--omit`` and the duration its ``--time``, both whole seconds (iperf3
-reads no fractions). The client's JSON document (``-J``) becomes a :class:`RoundResult`
-with a :class:`TransportStats`; a UDP client that cannot send the rate it was asked for
-makes the round saturated (INVALID), never a pass.
+reads no fractions: the duration is rounded up, the warmup to the nearest second). The
+client's JSON document (``-J``) becomes a :class:`RoundResult` with a
+:class:`TransportStats`; a UDP client that cannot send the rate it was asked for makes the
+round saturated (INVALID), never a pass.
 """
 
 from __future__ import annotations
@@ -60,8 +61,8 @@ def parse_target(url: str) -> tuple[str, int]:
     return parts.hostname, port
 
 
-def _whole_seconds(value: float, name: str, minimum: int) -> int:
-    seconds = math.ceil(float(value) - 1e-9)
+def _whole_seconds(value: float, name: str, minimum: int, round_up: bool = True) -> int:
+    seconds = math.ceil(float(value) - 1e-9) if round_up else math.floor(float(value) + 0.5)
     if seconds < minimum:
         raise Iperf3Error(f"iperf3 {name} is whole seconds >= {minimum}; got {value:g}s")
     return seconds
@@ -96,7 +97,7 @@ def build_argv(url: str, shape: LoadShape) -> list[str]:
         "--time",
         str(_whole_seconds(shape.duration_s, "duration", 1)),
         "--omit",
-        str(_whole_seconds(shape.warmup_s, "warmup", 0)),
+        str(_whole_seconds(shape.warmup_s, "warmup", 0, round_up=False)),
         "--parallel",
         str(int(shape.connections)),
         "--connect-timeout",

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from pytest_netperf import defaults
+from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.budget.metrics import ERROR_METRICS
 from pytest_netperf.drivers import driver_for_target
@@ -162,6 +163,12 @@ def series_facts(target: TargetLike, driver: Any) -> dict[str, str]:
     if cores:
         facts[DRIVER_CORES_FACT] = str(cores)
     return facts
+
+
+def _weights(metric: str, rounds: Sequence[RoundResult]) -> Optional[list[float]]:
+    """What ``metric``, a fraction, is a share of in each round (so the rounds are pooled), or None."""
+    weight = metrics.get(metric).weight
+    return None if weight is None else [weight(r) for r in rounds]
 
 
 def _endpoint_parts(target: TargetLike) -> tuple[str, Optional[CommandRunner], str]:
@@ -534,9 +541,7 @@ class Gate:
                 looks=looks,
                 look_index=look,
                 hops=m.hops if b.per_hop else None,
-                attempts=[float(r.ok + r.error_count) for r in m.candidate.rounds]
-                if b.metric == "error_rate"
-                else None,
+                attempts=_weights(b.metric, m.candidate.rounds),
             )
         if len(out) > 1:
             # the same Holm correction as finish(), at this look's level: a FAIL that stops the

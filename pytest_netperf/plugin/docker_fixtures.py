@@ -34,7 +34,7 @@ from pytest_netperf.revision.diff import UNCHANGED
 from pytest_netperf.runtime.cleanup import clean_session, remove_stale
 from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology, TopologyStartError
-from pytest_netperf.runtime.l4_paths import L4Paths, free_host_ports
+from pytest_netperf.runtime.l4_paths import L4Paths, core_pair, free_host_ports
 from pytest_netperf.runtime.l4_paths import l4_paths as l4_paths_over
 from pytest_netperf.topology import builders
 from pytest_netperf.topology.model import Topology
@@ -125,17 +125,21 @@ def access_modes(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) 
 def l4_paths(netperf_docker: DockerRuntime) -> Iterator[L4Paths]:
     """One L4 server (raw TCP echo and iperf3) on a bridge network and one on the host
     network, as three paths: ``container``, ``host_to_container`` and ``host``; each has
-    ``.rr`` (``tcp://``) and ``.iperf3`` (``iperf3://``) endpoints."""
-    bridge = _up_or_skip(netperf_docker, builders.l4_topology(), None)
+    ``.rr`` (``tcp://``) and ``.iperf3`` (``iperf3://``) endpoints. With two cores or more
+    the drivers run on the first and the servers on the last."""
+    client_cpus, server_cpus = core_pair()
+    bridge = _up_or_skip(netperf_docker, builders.l4_topology(server_cpus=server_cpus), None)
     try:
         http_port, echo_port, iperf3_port = free_host_ports(3)
-        topology = builders.l4_topology(host_network=True, ports=(http_port, echo_port, iperf3_port))
+        topology = builders.l4_topology(
+            host_network=True, ports=(http_port, echo_port, iperf3_port), server_cpus=server_cpus
+        )
         host = _up_or_skip(netperf_docker, topology, None)
     except BaseException:
         _take_down(netperf_docker, bridge)
         raise
     try:
-        yield l4_paths_over(bridge, host)
+        yield l4_paths_over(bridge, host, client_cpus, server_cpus)
     finally:
         _take_down(netperf_docker, host)
         _take_down(netperf_docker, bridge)

@@ -8,6 +8,7 @@ Three kinds:
   HdrHistograms;
 * latency versus call depth for chains: series named ``depth=N`` or ``hops=N``,
   optionally with a label (``depth=3/sidecar``, ``hops=3/reference``), one line per label;
+* latency versus payload size for L4 request/response: series named ``payload=N[/label]``;
 * what the system under test spent: CPU per request and memory per node, one bar per series.
 
 Figures are built with :class:`matplotlib.figure.Figure` directly, which renders with
@@ -36,10 +37,21 @@ _AXIS = {
     Family.CPU_TIME: (1e-3, "us"),
     Family.CORES: (1.0, "cores"),
     Family.BYTES: (1.0 / 2**20, "MiB"),
+    Family.BITRATE: (1.0, registry.FAMILY_UNITS[Family.BITRATE]),
+    Family.PACKET_RATE: (1e-3, "kpps"),
 }
 #: Families a rounds plot draws when a budget judges them.
-_PLOTTED = (Family.RATE, Family.LATENCY, Family.CPU_TIME, Family.CORES, Family.BYTES)
+_PLOTTED = (
+    Family.RATE,
+    Family.LATENCY,
+    Family.CPU_TIME,
+    Family.CORES,
+    Family.BYTES,
+    Family.BITRATE,
+    Family.PACKET_RATE,
+)
 _DEPTH_NAME = re.compile(r"^(?:depth|hops)=(\d+)(?:/(.+))?$")
+_PAYLOAD_NAME = re.compile(r"^payload=(\d+)(?:/(.+))?$")
 _PERCENTILE_TICKS = (50.0, 90.0, 99.0, 99.9, 99.99, 99.999)
 
 SeriesRounds = Mapping[str, Sequence[RoundResult]]
@@ -71,8 +83,9 @@ def write_plots(
     written = [plot_rounds(series, rounds_png, metrics, test_id, budgets)]
     distribution = plot_latency_distribution(series, stem.with_name(stem.name + "-latency.png"), test_id)
     depth = plot_latency_by_depth(series, stem.with_name(stem.name + "-depth.png"), depth_metric, test_id)
+    payload = plot_latency_by_payload(series, stem.with_name(stem.name + "-payload.png"), depth_metric, test_id)
     system = plot_system_costs(series, stem.with_name(stem.name + "-system.png"), test_id)
-    return written + [p for p in (distribution, depth, system) if p is not None]
+    return written + [p for p in (distribution, depth, payload, system) if p is not None]
 
 
 def budget_lines(budget: Budget, series: SeriesRounds) -> list[tuple[float, str]]:
@@ -163,9 +176,22 @@ def plot_latency_distribution(series: SeriesRounds, path: Path, title: str = "")
 def plot_latency_by_depth(series: SeriesRounds, path: Path, metric: str = "p90", title: str = "") -> Optional[Path]:
     """Median ``metric`` per call depth, min–max over rounds as error bars, one line per
     label; ``None`` unless at least two series are named ``depth=N[/label]``."""
+    return _plot_by_number(series, path, metric, _DEPTH_NAME, "call depth", title or f"{metric} by call depth")
+
+
+def plot_latency_by_payload(series: SeriesRounds, path: Path, metric: str = "p90", title: str = "") -> Optional[Path]:
+    """Median ``metric`` per request payload size (L4 request/response), min–max over rounds
+    as error bars, one line per label (path); ``None`` unless at least two series are named
+    ``payload=N[/label]``."""
+    return _plot_by_number(series, path, metric, _PAYLOAD_NAME, "payload (bytes)", title or f"{metric} by payload size")
+
+
+def _plot_by_number(
+    series: SeriesRounds, path: Path, metric: str, pattern: re.Pattern[str], xlabel: str, title: str
+) -> Optional[Path]:
     groups: dict[str, list[tuple[int, list[float]]]] = {}
     for name, rounds in series.items():
-        match = _DEPTH_NAME.match(name)
+        match = pattern.match(name)
         if match and rounds:
             label = match.group(2) or "default"
             groups.setdefault(label, []).append((int(match.group(1)), [r.metric(metric) for r in rounds]))
@@ -182,12 +208,12 @@ def plot_latency_by_depth(series: SeriesRounds, path: Path, metric: str = "p90",
         high = [max(v) * scale - m for m, (_, v) in zip(medians, points, strict=False)]
         ax.errorbar(depths, medians, yerr=[low, high], marker="o", capsize=3, label=label)
     ax.set_xticks(sorted({d for points in groups.values() for d, _ in points}))
-    ax.set_xlabel("call depth")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(f"{metric} ({unit}), median of rounds")
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)
     ax.legend(loc="upper left", fontsize="small")
-    return _save(fig, path, title or f"{metric} by call depth")
+    return _save(fig, path, title)
 
 
 def plot_system_costs(series: SeriesRounds, path: Path, title: str = "") -> Optional[Path]:

@@ -10,20 +10,30 @@
   packets-on-the-wire figures show.
 
 Each path has an ``rr`` endpoint (``tcp://``, request/response against the echo server's raw
-TCP echo) and an ``iperf3`` endpoint (``iperf3://``).
+TCP echo) and an ``iperf3`` endpoint (``iperf3://``). Where the machine has two cores or more
+the client runs on the first and the server on the last (:func:`core_pair`), like iperf3's
+``-A``: whether a request/response crosses cores or not changes its latency several times
+over (on a 2-vCPU VM, about 10 us on one core against about 70 us across two), so an
+unpinned pair measures where the scheduler put them.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from typing import Optional
 
+from pytest_netperf.drivers.rust import LocalRunner
 from pytest_netperf.runtime.docker import Endpoint, RunningTopology
+from pytest_netperf.runtime.runners import ContainerRunner
 
 #: The fact every L4 row carries, naming its path.
 PATH_FACT = "path"
+#: The fact naming the client's and the server's cores.
+CORES_FACT = "cores"
 #: Where free host ports for a host-network server are looked for.
 _PORT_RANGE = (20000, 60000)
 
@@ -52,13 +62,34 @@ class L4Paths:
         return iter((self.container, self.host_to_container, self.host))
 
 
-def l4_paths(bridge: RunningTopology, host_network: RunningTopology) -> L4Paths:
-    """The paths over a running ``l4_topology()`` and ``l4_topology(host_network=True)``."""
+def core_pair(cores: Optional[set[int]] = None) -> tuple[Optional[str], Optional[str]]:
+    """``(client cpuset, server cpuset)``: the first and the last core this process may use;
+    ``(None, None)`` on a single core."""
+    usable = sorted(cores if cores is not None else os.sched_getaffinity(0))
+    if len(usable) < 2:
+        return None, None
+    return str(usable[0]), str(usable[-1])
+
+
+def l4_paths(
+    bridge: RunningTopology,
+    host_network: RunningTopology,
+    client_cpus: Optional[str] = None,
+    server_cpus: Optional[str] = None,
+) -> L4Paths:
+    """The paths over a running ``l4_topology()`` and ``l4_topology(host_network=True)``; the
+    drivers run on ``client_cpus`` (the servers were started on ``server_cpus``)."""
+    cores = {CORES_FACT: f"client {client_cpus}, server {server_cpus}"} if client_cpus else {}
 
     def path(name: str, description: str, running: RunningTopology, suffix: str) -> L4Path:
         def endpoint(target: str) -> Endpoint:
             found = running.endpoint(target + suffix)
-            return replace(found, facts={**found.facts, PATH_FACT: description})
+            runner = found.runner
+            if client_cpus and isinstance(runner, ContainerRunner):
+                runner = runner.pinned(client_cpus)
+            elif client_cpus and runner is None:
+                runner = LocalRunner(cpus=client_cpus)
+            return replace(found, runner=runner, facts={**found.facts, PATH_FACT: description, **cores})
 
         return L4Path(name, description, endpoint("rr"), endpoint("iperf3"))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from pytest_netperf.runtime.resources import Resources
 from pytest_netperf.topology.model import Node, Target, Topology
 
 ECHO_PORT = 8080
@@ -139,7 +140,10 @@ IPERF3_PORT = 5201
 
 
 def l4_topology(
-    host_network: bool = False, ports: tuple[int, int, int] | None = None, name: str | None = None
+    host_network: bool = False,
+    ports: tuple[int, int, int] | None = None,
+    name: str | None = None,
+    server_cpus: str | None = None,
 ) -> Topology:
     """One L4 server: the echo server (node ``l4``) with raw TCP echo, and an iperf3 server
     in its pod (node ``l4-iperf3``, same network namespace).
@@ -148,11 +152,19 @@ def l4_topology(
     ``iperf3`` for a driver on the host, and ``rr-net``/``iperf3-net`` for a driver in a
     container on the network. With ``host_network`` both run in the host's namespace and
     ``rr``/``iperf3`` are reached at 127.0.0.1; ``ports`` (HTTP, TCP echo, iperf3) must then
-    be free on the host.
+    be free on the host. ``server_cpus`` (a cpuset such as ``"1"``) pins both servers.
     """
     http_port, echo_port, iperf3_port = ports or (ECHO_PORT, TCP_ECHO_PORT, IPERF3_PORT)
-    server = Node(L4_SERVER, "echo", http_port, params={"tcp_echo_port": echo_port}, host_network=host_network)
-    iperf3 = Node(L4_IPERF3, "iperf3", iperf3_port, pod_of=L4_SERVER)
+    pinned = Resources(cpuset=server_cpus) if server_cpus else None
+    server = Node(
+        L4_SERVER,
+        "echo",
+        http_port,
+        params={"tcp_echo_port": echo_port},
+        host_network=host_network,
+        resources=pinned,
+    )
+    iperf3 = Node(L4_IPERF3, "iperf3", iperf3_port, pod_of=L4_SERVER, resources=pinned)
     targets = [
         Target("rr", L4_SERVER, echo_port, scheme="tcp"),
         Target("iperf3", L4_IPERF3, iperf3_port, scheme="iperf3"),

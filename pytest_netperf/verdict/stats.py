@@ -127,8 +127,9 @@ def evaluate(
 
     ``candidate[i]`` and ``reference[i]`` must come from the same interleaved round pair.
     ``baseline`` holds the stored per-round values. ``hops`` is the depth for ``per hop``
-    budgets (added latency is divided by it). ``attempts`` (requests per round) weights
-    ``error_rate`` rounds; without it rounds weigh equally.
+    budgets (added latency is divided by it). ``attempts`` (what a fraction is a share of per
+    round: requests for ``error_rate``, datagrams sent for ``loss``) pools the rounds; without
+    it ``error_rate`` rounds weigh equally and any other exact metric must hold in every round.
     """
     budget = coerce_budget(budget)
     alpha = 1.0 - confidence
@@ -302,13 +303,14 @@ def _judge_exact(
         estimate = float(values.sum())
         method = f"exact: errors summed over {n} rounds"
         met = budget.satisfied_by(estimate)
-    elif budget.metric == "error_rate":
+    elif budget.metric == "error_rate" or attempts is not None:
+        what = "errors over all requests" if budget.metric == "error_rate" else f"{budget.metric} pooled over"
         if attempts is not None:
             weights = as_array(attempts, "attempts")
             if weights.size != n or weights.sum() <= 0:
                 raise ValueError("attempts must match the rounds and sum to more than 0")
             estimate = float((values * weights).sum() / weights.sum())
-            method = f"exact: errors over all requests of {n} rounds"
+            method = f"exact: {what} of {n} rounds"
         else:
             estimate = float(values.mean())
             method = f"exact: mean error rate of {n} rounds (unweighted)"

@@ -109,3 +109,23 @@ def test_scheme_picks_the_driver():
         driver_for_target("tcp://h:7007", "locust", None)
     with pytest.raises(NetperfError, match="iperf3://host:port targets only"):
         driver_for_target("http://h/", "iperf3", None)
+
+
+def test_loss_is_pooled_over_the_datagrams_of_every_round():
+    """One round losing 5% among three clean ones of the same size: 1.25% overall, within 2%."""
+    from pytest_netperf.budget.grammar import Budget
+    from pytest_netperf.measure.gate import _weights
+    from pytest_netperf.verdict import stats
+
+    rounds = []
+    for lost in (0, 0, 5_000, 0):
+        doc = recorded("udp_16")
+        doc["end"]["sum_sent"]["packets"] = 100_000
+        doc["end"]["sum_received"]["packets"] = 100_000
+        doc["end"]["sum_received"]["lost_packets"] = lost
+        rounds.append(round_from_json(doc, "iperf3://h", requested_pps=50_000))
+    values = [r.metric("loss") for r in rounds]
+    verdict = stats.evaluate(Budget.parse("loss <= 2%"), values, attempts=_weights("loss", rounds))
+    assert verdict.estimate == pytest.approx(0.0125)
+    assert verdict.status.value == "PASS"
+    assert stats.evaluate(Budget.parse("loss <= 1%"), values, attempts=_weights("loss", rounds)).status.value == "FAIL"
