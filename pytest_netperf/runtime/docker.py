@@ -42,6 +42,7 @@ from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_network
 from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.costs import Member, SystemProbe
+from pytest_netperf.runtime.host_ports import port_free
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.resources import CoreSplit, Resources, default_split
 from pytest_netperf.runtime.runners import ContainerRunner
@@ -453,6 +454,7 @@ class DockerRuntime:
         started = time.monotonic()
         base = base_dir if base_dir is not None else self.base_dir
         topology.validate()
+        _check_host_ports(topology)
         check_configs(topology, base)
         specs = container_specs(topology, base)
         images = {spec.node: self.node_image(spec) for spec in specs}
@@ -589,6 +591,21 @@ class DockerRuntime:
                         f"--- last {LOG_TAIL_LINES} log lines of {spec.node} ---\n"
                         f"{_log_tail(containers[spec.node])}"
                     ) from exc
+
+
+def _check_host_ports(topology: Topology) -> None:
+    """A node on the host network needs its ports free on the host: another listener there
+    would answer its readiness probe and take its load. TopologyStartError naming both."""
+    for node in topology.nodes:
+        if not topology.pod_root(node.name).host_network:
+            continue
+        busy = [port for port in node.ports if not port_free(port)]
+        if busy:
+            raise TopologyStartError(
+                f"topology {topology.name!r}: node {node.name!r} runs on the host network and needs port(s) "
+                f"{', '.join(map(str, busy))}, but something on the host already uses them; "
+                "choose free ports (pytest_netperf.runtime.host_ports.free_host_ports)"
+            )
 
 
 def node_limits(node: Node, split: CoreSplit | None) -> Resources | None:

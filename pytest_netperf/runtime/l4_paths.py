@@ -20,8 +20,6 @@ unpinned pair measures where the scheduler put them.
 from __future__ import annotations
 
 import os
-import random
-import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Optional
@@ -34,8 +32,6 @@ from pytest_netperf.runtime.runners import ContainerRunner
 PATH_FACT = "path"
 #: The fact naming the client's and the server's cores.
 CORES_FACT = "cores"
-#: Where free host ports for a host-network server are looked for.
-_PORT_RANGE = (20000, 60000)
 
 
 @dataclass(frozen=True)
@@ -98,26 +94,3 @@ def l4_paths(
         host_to_container=path("host-to-container", "host to a container's bridge address", bridge, ""),
         host=path("host", "host network (server with network_mode host, loopback)", host_network, ""),
     )
-
-
-def free_host_ports(count: int, seed: int | None = None) -> tuple[int, ...]:
-    """``count`` distinct ports free for TCP and UDP on every host address just now."""
-    chooser = random.Random(seed)
-    found: list[int] = []
-    for _ in range(2000):
-        port = chooser.randrange(*_PORT_RANGE)
-        if port not in found and _free(port):
-            found.append(port)
-            if len(found) == count:
-                return tuple(found)
-    raise OSError(f"no {count} free TCP+UDP ports found in {_PORT_RANGE[0]}..{_PORT_RANGE[1]}")
-
-
-def _free(port: int) -> bool:
-    for kind in (socket.SOCK_STREAM, socket.SOCK_DGRAM):
-        with socket.socket(socket.AF_INET, kind) as probe:
-            try:
-                probe.bind(("0.0.0.0", port))
-            except OSError:
-                return False
-    return True
