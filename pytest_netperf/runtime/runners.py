@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from typing import Optional
 
@@ -48,7 +49,7 @@ class ContainerRunner:
     def run(self, argv: list[str], timeout_s: float) -> CommandOutcome:
         """Run ``argv`` (argv[0] on the image's PATH) and wait at most ``timeout_s``."""
         try:
-            container = self.client.containers.run(
+            container = self.client.containers.create(
                 self.image,
                 argv,
                 network=self.network,
@@ -59,6 +60,12 @@ class ContainerRunner:
                 **({"cpuset_cpus": self.cpus} if self.cpus else {}),
             )
         except APIError as exc:
+            raise DriverError(f"cannot start the driver {self.where}: {exc}") from exc
+        try:
+            container.start()
+        except APIError as exc:  # created but not started (no such program): never left behind
+            with contextlib.suppress(APIError):
+                container.remove(force=True)
             raise DriverError(f"cannot start the driver {self.where}: {exc}") from exc
         try:
             try:

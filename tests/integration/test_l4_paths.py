@@ -133,9 +133,12 @@ def test_iperf3_missing_from_the_image_names_the_image_and_the_fix(runtime, tmp_
     (tmp_path / "marker").write_text("x")
     runtime.client.images.build(path=str(tmp_path), tag=image, rm=True)
     try:
-        runner = ContainerRunner(runtime.client, image, "none", {})
+        labels = {"test": f"no-iperf3-{uuid.uuid4().hex[:6]}"}
+        runner = ContainerRunner(runtime.client, image, "none", labels)
         with pytest.raises(DriverError, match=r"executable file not found.*netperf images build"):
             Iperf3Driver(runner=runner).run("iperf3://127.0.0.1:5201", LoadShape(**SHORT))
+        left = runtime.client.containers.list(all=True, filters={"label": f"test={labels['test']}"})
+        assert left == [], "a container that could not start is removed"
     finally:
         runtime.client.images.remove(image, force=True)
 
