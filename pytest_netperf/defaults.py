@@ -44,3 +44,16 @@ DRIVER = "rust"
 LOCUST_WORKERS = 0
 #: Cores of the load driver: auto (its own cores where the machine has 4+, else all), all, or a cpuset.
 DRIVER_CPUS = "auto"
+#: Locust workers on other machines (or containers) the session's master waits for.
+LOCUST_REMOTE_WORKERS = 0
+#: The port a session's Locust master listens on when remote workers attach (Locust's own default).
+LOCUST_MASTER_PORT = 5557
+#: The address a session's Locust master binds when remote workers attach.
+LOCUST_MASTER_BIND = "0.0.0.0"
+#: Seconds the Locust master waits for all its workers to attach before the test is an error.
+LOCUST_WORKERS_TIMEOUT_S = 60.0
+#: Seconds ``netperf locust-worker`` waits before starting the Locust worker again.
+LOCUST_WORKER_RESTART_DELAY_S = 1.0
+#: Locust: a process whose event loop wakes a sleeping greenlet later than this at P99 (ms) is
+#: saturated (responses wait in the socket for the client); see docs/locust.md for the calibration.
+LOCUST_MAX_LOOP_LAG_MS = 1.0
