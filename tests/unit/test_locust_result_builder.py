@@ -61,7 +61,9 @@ def _part(
         recorder.note_iteration()
     clock.now = 2.0
     recorder.stop()
-    return {"window": recorder.payload(), "process": _process(node_id, busy_s, warned=warned)}
+    process = _process(node_id, busy_s, warned=warned)
+    process.update(requests=recorder.requests, errors=recorder.non_2xx + sum(recorder.errors.values()))
+    return {"window": recorder.payload(), "process": process}
 
 
 def _context(rate: Optional[float] = None, users: int = 4, workers: int = 2) -> RunContext:

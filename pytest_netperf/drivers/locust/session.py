@@ -233,3 +233,30 @@ class LocustSession:
                     or diagnosis.last_lines(stderr)
                 )
                 raise DriverError(f"Locust {process.name} exited with code {code}:\n{cause}")
+
+
+class SessionPool:
+    """The one session master of a pytest session (per process), replaced when a test needs
+    another (a different locustfile, user class or worker count); :meth:`close` at the end."""
+
+    def __init__(self) -> None:
+        self._session: Optional[LocustSession] = None
+
+    def session_for(self, spec: SessionSpec) -> LocustSession:
+        """The session for ``spec`` (not started yet when new: its first round starts it)."""
+        if self._session is not None and self._session.spec == spec:
+            return self._session
+        self.close()
+        self._session = LocustSession(spec)
+        return self._session
+
+    @property
+    def current(self) -> Optional[LocustSession]:
+        """The session handed out last (None before the first or after :meth:`close`)."""
+        return self._session
+
+    def close(self) -> None:
+        """Close the current session, if any."""
+        session, self._session = self._session, None
+        if session is not None:
+            session.close()
