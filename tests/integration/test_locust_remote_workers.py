@@ -38,13 +38,13 @@ def _free_port(host: str) -> int:
         return int(probe.getsockname()[1])
 
 
-def _port_free(host: str, port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind((host, port))
-        except OSError:
-            return False
-        return True
+def _listening(port: int) -> list[int]:
+    """Process ids listening on TCP ``port`` (any address)."""
+    return [
+        int(c.pid or 0)
+        for c in psutil.net_connections(kind="tcp")
+        if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port
+    ]
 
 
 class Setup:
@@ -157,7 +157,7 @@ def test_two_container_workers_serve_every_round_of_a_session_master(pytester: p
     seen = {line.split()[0] for line in access_log.splitlines() if line.strip()}
     assert worker_addresses <= seen, (worker_addresses, seen)
     # The master and its port are gone with the pytest process; the workers wait for the next master.
-    assert _port_free(setup.gateway, setup.port)
+    assert _listening(setup.port) == []
     for worker in setup.workers:
         worker.reload()
         assert worker.status == "running", worker.logs().decode(errors="replace")[-2000:]

@@ -126,13 +126,25 @@ class SessionMaster:
         window_s = time.monotonic() - started
         self.node.cpu.stop()
         self.runner.send_message("netperf_stop")
-        self.node.all_reported.wait(timeout=float(options.netperf_report_timeout))
+        self._wait_reports(expected, float(options.netperf_report_timeout))
         missing = self._missing(expected)
         self.runner.stop()
         self._wait_ready_again(expected - set(missing))
         document = self.finish_document(window_s, expected)
         document["workers_missing"] = missing
         return document
+
+    def _wait_reports(self, expected: set[str], timeout_s: float) -> None:
+        """Until every expected worker reported, or each one still silent is known gone."""
+        deadline = time.monotonic() + timeout_s
+        while not self.node.all_reported.wait(timeout=0.2) and time.monotonic() < deadline:
+            silent = expected - set(self.node.reports)
+            if all(self._gone(worker) for worker in silent):
+                return
+
+    def _gone(self, worker: str) -> bool:
+        client = self.runner.clients.get(worker)
+        return client is None or str(client.state) == "missing"
 
     def _missing(self, expected: set[str]) -> dict[str, str]:
         """Expected workers without a report, each with the reason the master knows."""
