@@ -20,10 +20,10 @@ from typing import Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from locust_vs_rust import echo_server, find_driver_binary  # noqa: E402
+from locust_vs_rust import echo_server, find_driver_binary
 
-from pytest_netperf.drivers.base import LoadShape  # noqa: E402
-from pytest_netperf.drivers.locust.driver import LocustDriver  # noqa: E402
+from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.drivers.locust.driver import LocustDriver
 
 TIME_BUDGET_S = 110.0
 
