@@ -162,3 +162,26 @@ def test_unknown_schema_is_an_error() -> None:
     document["schema"] = "something/9"
     with pytest.raises(DriverError, match="schema"):
         build_round_result(document, _context(), "x")
+
+
+def test_a_worker_missing_from_the_round_is_named_with_the_reason() -> None:
+    document = _document([_part("w1", [0.2] * 10)], expected=["w1", "w2"])
+    document["workers_missing"] = {"w2": "stopped sending heartbeats during the round (died or unreachable)"}
+    with pytest.raises(DriverError, match=r"1 of 2 .*w2 \(stopped sending heartbeats.*invalid"):
+        build_round_result(document, _context(), "x")
+
+
+def test_a_worker_that_served_nothing_makes_the_round_invalid() -> None:
+    idle = _part("w2", [])
+    idle["process"].update(requests=0, errors=0)
+    with pytest.raises(DriverError, match="w2 on loadgen completed no request"):
+        build_round_result(_document([_part("w1", [0.2] * 10), idle]), _context(), "x")
+
+
+def test_bytes_sent_and_workers_served_are_reported() -> None:
+    parts = [_part("w1", [0.2] * 10), _part("w2", [0.2] * 10)]
+    for part in parts:
+        part["window"]["bytes_sent"] = 1000
+    result = build_round_result(_document(parts), _context(), "x")
+    assert result.bytes_sent == 2000
+    assert [w["id"] for w in result.config["workers_served"]] == ["w1", "w2"]
