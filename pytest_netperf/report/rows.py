@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
+from pytest_netperf.report.load_workers import LOAD_WORKERS_FACT, workers_fact
 from pytest_netperf.report.system_costs import SYSTEM_FACT, costs_fact, costs_json
 from pytest_netperf.verdict.status import SUMMARY_ORDER, WORST_FIRST, Status
 
@@ -93,6 +94,9 @@ def series_facts(m: Measurement) -> dict[str, dict[str, str]]:
         spent = costs_fact(s.rounds)
         if spent:
             facts[s.label][SYSTEM_FACT] = spent
+        workers = workers_fact(s.rounds)
+        if workers:
+            facts[s.label][LOAD_WORKERS_FACT] = workers
     return facts if any(facts.values()) else {}
 
 

@@ -134,6 +134,7 @@ def test_two_container_workers_serve_every_round_of_a_session_master(pytester: p
         f"--netperf-locust-master={setup.gateway}:{setup.port}",
         "--netperf-locust-workers-timeout=60",
         "--netperf-json=out.json",
+        "-v",
         "-p",
         "no:cacheprovider",
     )
@@ -148,6 +149,10 @@ def test_two_container_workers_serve_every_round_of_a_session_master(pytester: p
         assert {w["address"] for w in served} == worker_addresses, f"round {index}: {served}"
         assert all(w["requests"] > 0 for w in served), f"round {index}: {served}"
         assert round_["bytes_sent"] > 0
+    # The report names both workers and that each served every round.
+    facts = " ".join(line.strip() for line in output.splitlines() if "load workers" in line or "rounds," in line)
+    for address in worker_addresses:
+        assert f"{address} (" in facts and f"{ROUNDS}/{ROUNDS} rounds" in facts, output[-3000:]
     # One master for the whole session: the workers attached once (no reconnect between rounds).
     for worker in setup.workers:
         log = worker.logs().decode(errors="replace")

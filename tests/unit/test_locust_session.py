@@ -145,3 +145,23 @@ def test_worker_records_name_who_served_the_round() -> None:
         "cpu_s": pytest.approx(0.4),
         "cpu_share": pytest.approx(0.2),
     }
+
+
+def test_the_report_names_every_worker_and_the_rounds_it_served() -> None:
+    from types import SimpleNamespace
+
+    from pytest_netperf.report.load_workers import workers_fact
+
+    def round_(*workers: tuple[str, str, int]) -> SimpleNamespace:
+        served = [
+            {"id": i, "host": f"c-{i}", "address": a, "requests": n, "errors": 0, "cpu_share": 0.25}
+            for i, a, n in workers
+        ]
+        return SimpleNamespace(config={"workers_served": served})
+
+    rounds = [round_(("w1", "172.18.0.3", 100), ("w2", "172.18.0.4", 90)), round_(("w1", "172.18.0.3", 110))]
+    assert workers_fact(rounds) == (
+        "172.18.0.3 (c-w1): 2/2 rounds, 105 req/round, 0 errors, CPU 25%; "
+        "172.18.0.4 (c-w2): 1/2 rounds, 90 req/round, 0 errors, CPU 25%"
+    )
+    assert workers_fact([SimpleNamespace(config={})]) == ""
