@@ -159,6 +159,12 @@ class Settings:
                 parse_host_port(self.locust_master)
             except ValueError as exc:
                 raise SettingError("locust_master", f"locust_master: {exc}") from None
+        check_driver_cpus(self.driver_cpus)
+        if self.machine_class:
+            try:
+                check_class_name(self.machine_class)
+            except ValueError as exc:
+                raise SettingError("machine_class", str(exc)) from None
 
     def locust_master_address(self) -> tuple[str, int]:
         """(bind host, port) of the session's Locust master; port 0 picks a free one."""
@@ -167,12 +173,6 @@ class Settings:
         if self.locust_remote_workers:
             return defaults.LOCUST_MASTER_BIND, defaults.LOCUST_MASTER_PORT
         return "127.0.0.1", 0
-        check_driver_cpus(self.driver_cpus)
-        if self.machine_class:
-            try:
-                check_class_name(self.machine_class)
-            except ValueError as exc:
-                raise SettingError("machine_class", str(exc)) from None
 
 
 class SettingError(ValueError):
