@@ -9,9 +9,12 @@ Target: the project's echo server (`netperf-driver echo`, one event-loop thread)
   window (for Locust: every process, master and workers included) over the requests;
 * P50/P90 at a fixed rate (default 200 rps, 4 connections/users): Rust open loop (latency
   from the intended send time, and service time from the actual send) vs Locust paced
-  users (from the actual send).
+  users (from the actual send);
+* with ``--workers 1,2,4``: max RPS and client CPU per request of a session master (the
+  one the plugin keeps for a pytest session) with 1, 2 and 4 local workers, each as a
+  ratio to the Rust row measured in the same run.
 
-Usage:  python benchmarks/locust_vs_rust.py [--rate 200] [--duration 3] [--markdown FILE]
+Usage:  python benchmarks/locust_vs_rust.py [--rate 200] [--duration 3] [--workers 1,2,4] [--markdown FILE]
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from typing import Iterator, Optional
 
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.locust.driver import LocustDriver
+from pytest_netperf.drivers.locust.session import LocustSession
 from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.measure.results import LatencySummary, RoundResult
 
@@ -119,6 +123,43 @@ def measure(binary: str, url: str, rate: float, duration_s: float, warmup_s: flo
     return max_rows, rate_rows
 
 
+def measure_workers(url: str, counts: list[int], duration_s: float, warmup_s: float) -> list[Row]:
+    """Closed loop, 16 users, through a session master with each number of local workers."""
+    rows = []
+    for count in counts:
+        driver = LocustDriver(workers=count)
+        with LocustSession(driver.session_spec()) as session:
+            driver.session = session
+            shape = LoadShape(connections=max(16, count), duration_s=duration_s, warmup_s=warmup_s)
+            result = driver.run(url, shape)
+        label = f"locust session, master + {count} worker(s), {shape.connections} users"
+        rows.append(Row(label, result, result.latency))
+    return rows
+
+
+def cpu_per_request_us(result: RoundResult) -> float:
+    """Client CPU µs per request of a round."""
+    cpu = result.client.cpu_user_s + result.client.cpu_sys_s
+    return cpu / result.requests * 1e6 if result.requests else float("nan")
+
+
+def ratio_table(rows: list[Row], rust: Row) -> str:
+    """Each row's RPS and CPU per request as a ratio to the Rust row of the same run."""
+    lines = [
+        "| configuration | RPS | RPS vs rust | client CPU µs/request | CPU/request vs rust | workers (requests) |",
+        "|---|---|---|---|---|---|",
+    ]
+    base_rps, base_cpu = rust.result.achieved_rps, cpu_per_request_us(rust.result)
+    for row in [rust, *rows]:
+        r = row.result
+        served = ", ".join(str(w["requests"]) for w in r.config.get("workers_served", [])) or "-"
+        lines.append(
+            f"| {row.label} | {r.achieved_rps:,.0f} | {r.achieved_rps / base_rps:.3f}x | "
+            f"{cpu_per_request_us(r):.1f} | {cpu_per_request_us(r) / base_cpu:.1f}x | {served} |"
+        )
+    return "\n".join(lines)
+
+
 def markdown_table(rows: list[Row]) -> str:
     """A GitHub-flavoured Markdown table of the rows."""
     header = [
@@ -142,7 +183,11 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--warmup", type=float, default=1.0, help="warmup seconds per round")
     parser.add_argument("--echo-threads", type=int, default=1, help="echo server event-loop threads")
     parser.add_argument("--markdown", type=Path, help="also write the tables to this file")
+    parser.add_argument("--workers", default="", help="comma-separated worker counts for the session sweep, e.g. 1,2,4")
     options = parser.parse_args(argv)
+    counts = [int(c) for c in options.workers.split(",") if c.strip()]
+    if any(c < 1 or c > 8 for c in counts):
+        parser.error("--workers: counts from 1 to 8")
     if options.duration > 10 or options.warmup > 3:
         parser.error("keep --duration <= 10 and --warmup <= 3 (the benchmark must stay under 2 minutes)")
     binary = find_driver_binary()
@@ -150,6 +195,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     load_before = os.getloadavg()
     with echo_server(binary, options.echo_threads) as url:
         max_rows, rate_rows = measure(binary, url, options.rate, options.duration, options.warmup)
+        worker_rows = measure_workers(url, counts, options.duration, options.warmup) if counts else []
     elapsed = time.monotonic() - started
     text = "\n".join(
         [
@@ -166,6 +212,17 @@ def main(argv: Optional[list[str]] = None) -> int:
             markdown_table(rate_rows),
         ]
     )
+    if worker_rows:
+        text += "\n\n" + "\n".join(
+            [
+                f"Session master with {options.workers} local worker(s), closed loop ({options.duration:g} s window), "
+                "ratios to the Rust row of this run:",
+                "",
+                ratio_table(worker_rows, max_rows[0]),
+                "",
+                markdown_table(worker_rows),
+            ]
+        )
     print(text)
     if options.markdown:
         options.markdown.write_text(text + "\n", encoding="utf-8")

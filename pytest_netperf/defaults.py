@@ -44,6 +44,23 @@ DRIVER = "rust"
 LOCUST_WORKERS = 0
 #: Cores of the load driver: auto (its own cores where the machine has 4+, else all), all, or a cpuset.
 DRIVER_CPUS = "auto"
+#: Locust workers on other machines (or containers) the session's master waits for.
+LOCUST_REMOTE_WORKERS = 0
+#: The port a session's Locust master listens on when remote workers attach (Locust's own default).
+LOCUST_MASTER_PORT = 5557
+#: The address a session's Locust master binds when remote workers attach.
+LOCUST_MASTER_BIND = "0.0.0.0"
+#: Seconds the Locust master waits for all its workers to attach before the test is an error.
+LOCUST_WORKERS_TIMEOUT_S = 60.0
+#: Seconds ``netperf locust-worker`` waits before starting the Locust worker again.
+LOCUST_WORKER_RESTART_DELAY_S = 1.0
+#: Locust: a process whose event loop wakes a sleeping greenlet later than this at P99 (ms) is
+#: saturated (responses wait in the socket for the client). Calibrated with
+#: benchmarks/locust_loop_lag.py on a 2-core VM: the floor is ~1.05 ms even idle (gevent's
+#: timers wake on whole milliseconds); 50-500 rps gave 1.1-3.4 ms idle and 3.2-5.3 ms with both
+#: cores busy (rate still reached), a CPU-starved closed loop 13.5 ms. The old 1 ms bound made
+#: every round INVALID.
+LOCUST_MAX_LOOP_LAG_MS = 10.0
 
 # ----- L4 (iperf3, tcp:// request/response) -------------------------------------------------
 #: Bytes per UDP datagram when a UDP round gives no payload= (the largest that is not

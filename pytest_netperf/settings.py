@@ -57,6 +57,13 @@ SETTING_HELP: dict[str, str] = {
     "report_dir": "write PNG plots under DIR (and the HTML report to DIR/report.html unless --netperf-html says where)",
     "html_path": "write one self-contained HTML report (verdicts, failures, plots inline) to PATH",
     "locust_workers": "Locust worker processes on this machine (0: one process)",
+    "locust_remote_workers": "Locust workers on other machines or containers (`netperf locust-worker --master "
+    "HOST:PORT`) that attach once to this session's Locust master and serve every round; the gate waits for "
+    f"them (default {defaults.LOCUST_REMOTE_WORKERS})",
+    "locust_master": "BIND:PORT the session's Locust master listens on for workers (default "
+    f"{defaults.LOCUST_MASTER_BIND}:{defaults.LOCUST_MASTER_PORT} with remote workers, else 127.0.0.1 and a free port)",
+    "locust_workers_timeout_s": "seconds the Locust master waits for all its workers to attach "
+    f"(default {defaults.LOCUST_WORKERS_TIMEOUT_S:g})",
     "update_baseline": "write this run's results as the new baselines",
     "calibrate": "A/A run: measure each reference against itself and store the noise floor",
     "max_lag_ms": "open loop: schedule-lag p99 (ms) of the driver above which a round is "
@@ -93,6 +100,9 @@ class Settings:
     report_dir: Optional[Path] = None
     html_path: Optional[Path] = None
     locust_workers: int = defaults.LOCUST_WORKERS
+    locust_remote_workers: int = defaults.LOCUST_REMOTE_WORKERS
+    locust_master: str = ""
+    locust_workers_timeout_s: float = defaults.LOCUST_WORKERS_TIMEOUT_S
     update_baseline: bool = False
     calibrate: bool = False
     max_lag_ms: float = defaults.MAX_LAG_MS
@@ -135,12 +145,34 @@ class Settings:
             raise ValueError(f"max_lag_ms must be > 0 (got {self.max_lag_ms:g})")
         if self.locust_workers < 0:
             raise ValueError(f"locust_workers must be >= 0 (got {self.locust_workers})")
+        if self.locust_remote_workers < 0:
+            raise SettingError(
+                "locust_remote_workers", f"locust_remote_workers must be >= 0 (got {self.locust_remote_workers})"
+            )
+        if not self.locust_workers_timeout_s > 0:
+            raise SettingError(
+                "locust_workers_timeout_s",
+                f"locust_workers_timeout_s must be > 0 (got {self.locust_workers_timeout_s:g})",
+            )
+        if self.locust_master:
+            try:
+                parse_host_port(self.locust_master)
+            except ValueError as exc:
+                raise SettingError("locust_master", f"locust_master: {exc}") from None
         check_driver_cpus(self.driver_cpus)
         if self.machine_class:
             try:
                 check_class_name(self.machine_class)
             except ValueError as exc:
                 raise SettingError("machine_class", str(exc)) from None
+
+    def locust_master_address(self) -> tuple[str, int]:
+        """(bind host, port) of the session's Locust master; port 0 picks a free one."""
+        if self.locust_master:
+            return parse_host_port(self.locust_master)
+        if self.locust_remote_workers:
+            return defaults.LOCUST_MASTER_BIND, defaults.LOCUST_MASTER_PORT
+        return "127.0.0.1", 0
 
 
 class SettingError(ValueError):
@@ -149,6 +181,15 @@ class SettingError(ValueError):
     def __init__(self, setting: str, message: str) -> None:
         super().__init__(message)
         self.setting = setting
+
+
+def parse_host_port(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` (``[v6]:PORT`` too) -> (host, port); ValueError naming the problem."""
+    host, sep, port = str(text).strip().rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected BIND:PORT such as 0.0.0.0:{defaults.LOCUST_MASTER_PORT}, got {text!r}")
+    return host, int(port)
 
 
 def check_driver_cpus(value: str) -> None:

@@ -7,6 +7,7 @@
     netperf clean [--all] [--dry-run]
     netperf images build [--force] [--only ROLE]
     netperf calibrate [PYTEST_ARGS ...]
+    netperf locust-worker --master HOST:PORT [-f LOCUSTFILE]
 
 Exit codes: 0 done, 1 a problem was found (corrupt baseline, Docker unavailable, …),
 2 usage error. A diff that shows a regression is not a problem: gating is pytest's job.
@@ -53,6 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="remove every netperf container, network, volume and image, running sessions' too",
     )
     clean.add_argument("--dry-run", action="store_true", help="only list what would be removed")
+
+    worker = commands.add_parser(
+        "locust-worker",
+        help="serve a pytest session's Locust master from this machine (restarts until SIGTERM)",
+        description="Run a Locust worker for pytest-netperf's Locust master and start it again whenever it "
+        "exits (master not up yet, session over, crash); SIGTERM or Ctrl-C stops it and everything it started.",
+    )
+    worker.add_argument("--master", metavar="HOST:PORT", help="the master's address (default: $NETPERF_LOCUST_MASTER)")
+    worker.add_argument("-f", "--locustfile", help="the locustfile (default: netperf's GET user)")
+    worker.add_argument("--version", action="store_true", help="print the pytest-netperf and Locust versions and exit")
 
     images = commands.add_parser("images", help="container images for the topologies")
     image_commands = images.add_subparsers(dest="images_command", required=True, metavar="ACTION")
@@ -115,6 +126,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run_clean(everything=args.all, dry_run=args.dry_run)
     if args.command == "images":
         return run_images_build(args.force, args.only)
+    if args.command == "locust-worker":
+        return run_locust_worker(args.master, args.locustfile, args.version)
     return run_calibrate(extra[1:] if extra[:1] == ["--"] else extra)
 
 
@@ -128,6 +141,22 @@ def _run_baseline(args: argparse.Namespace) -> int:
     if action == "update":
         return cli_baseline.update(store, args.test_ids, args.all)
     return cli_baseline.prune(store, args.known_from, args.collect, args.dry_run)
+
+
+def run_locust_worker(master: Optional[str], locustfile: Optional[str], version: bool = False) -> int:
+    """``netperf locust-worker`` (:mod:`pytest_netperf.drivers.locust.worker_service`)."""
+    from pytest_netperf.drivers.locust.worker_service import worker_main
+
+    if version:
+        import importlib.metadata
+
+        try:
+            locust_version = importlib.metadata.version("locust")
+        except importlib.metadata.PackageNotFoundError:
+            return _fail("locust-worker: Locust is not installed (pip install 'locust>=2.20')")
+        print(f"netperf locust-worker {__version__} (locust {locust_version})")
+        return 0
+    return worker_main(master, locustfile)
 
 
 def run_clean(everything: bool = False, dry_run: bool = False) -> int:

@@ -8,10 +8,14 @@ when a driver is made, so importing this package starts nothing.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from pytest_netperf.drivers.base import CommandRunner, Driver
 from pytest_netperf.errors import NetperfError
+
+if TYPE_CHECKING:
+    from pytest_netperf.drivers.locust.session import SessionPool
+
 
 #: Drivers of HTTP targets: the ones a session or a test's marker may choose as its default.
 HTTP_DRIVER_NAMES = ("rust", "locust")
@@ -43,8 +47,17 @@ def make_driver(
     locustfile: Optional[Path] = None,
     user_class: Optional[str] = None,
     locust_workers: int = 0,
+    locust_remote_workers: int = 0,
+    locust_master: tuple[str, int] = ("127.0.0.1", 0),
+    locust_workers_timeout_s: float = 60.0,
+    locust_sessions: Optional[SessionPool] = None,
+    cpus: Optional[str] = None,
 ) -> Driver:
-    """The driver called ``name``; ``runner`` runs it elsewhere than the host (a container)."""
+    """The driver called ``name``; ``runner`` runs it elsewhere than the host (a container).
+
+    A distributed Locust driver (local or remote workers) given ``locust_sessions`` runs its
+    rounds on that pool's long-lived master (pinned to ``cpus`` with its local workers).
+    """
     if name == "rust":
         from pytest_netperf.drivers.rust import RustDriver
 
@@ -60,5 +73,16 @@ def make_driver(
             )
         from pytest_netperf.drivers.locust.driver import LocustDriver
 
-        return LocustDriver(locustfile=locustfile, user_class=user_class, workers=locust_workers)
+        driver = LocustDriver(
+            locustfile=locustfile,
+            user_class=user_class,
+            workers=locust_workers,
+            remote_workers=locust_remote_workers,
+            master_host=locust_master[0],
+            master_port=locust_master[1],
+            expect_workers_timeout_s=locust_workers_timeout_s,
+        )
+        if locust_sessions is not None and driver.distributed:
+            driver.session = locust_sessions.session_for(driver.session_spec(cpus))
+        return driver
     raise NetperfError(f"unknown netperf driver {name!r}; expected one of {', '.join(DRIVER_NAMES)}")

@@ -1,6 +1,7 @@
 """Which container image each role uses, and the offline build of local images.
 
-Roles: ``echo`` (netperf-driver), ``nginx``, ``haproxy``, ``envoy``, ``kong``.
+Roles: ``echo`` (netperf-driver), ``nginx``, ``haproxy``, ``envoy``, ``kong``, and ``locust``
+(a Locust load worker running ``netperf locust-worker``; local build only).
 Resolution order: explicit override (option/ini mapping, then ``NETPERF_IMAGE_<ROLE>``),
 the local build, the official image if present (pulled only when ``NETPERF_PULL=1``).
 Local images: one debootstrap base (``pytest-netperf/base:bookworm``) plus thin role layers,
@@ -43,11 +44,12 @@ from pytest_netperf.images.layers import (
     image_labels,
     import_rootfs,
 )
+from pytest_netperf.images.locust_inputs import collect_locust_files, pinned_requirements, sources_digest
 from pytest_netperf.images.rootfs import ImageBuildError, default_recipe, rootfs_tarball
 from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.client import docker_client
 
-ROLES: tuple[str, ...] = ("echo", "nginx", "haproxy", "envoy", "kong")
+ROLES: tuple[str, ...] = ("echo", "nginx", "haproxy", "envoy", "kong", "locust")
 OFFICIAL_IMAGES: dict[str, str] = {
     "nginx": "nginx:1.27",
     "haproxy": "haproxy:2.8",
@@ -60,13 +62,15 @@ LOCAL_IMAGES: dict[str, str] = {
     "nginx": "pytest-netperf/nginx:local",
     "haproxy": "pytest-netperf/haproxy:local",
     "envoy": "pytest-netperf/envoy:local",
+    "locust": "pytest-netperf/locust:local",
 }
 #: Build order: the driver layer last, so a missing driver binary leaves the others built.
-LOCAL_BUILD_ORDER: tuple[str, ...] = ("nginx", "haproxy", "envoy", "echo")
+LOCAL_BUILD_ORDER: tuple[str, ...] = ("nginx", "haproxy", "envoy", "locust", "echo")
 BUILD_COMMAND = "netperf images build"
 #: After a build, each role's image must run this and print text starting with the expectation.
 SMOKE_COMMANDS: dict[str, tuple[list[str], str]] = {
     "echo": (["netperf-driver", "--version"], "netperf-driver"),
+    "locust": (["netperf", "locust-worker", "--version"], "netperf locust-worker"),
 }
 #: Seconds the smoke command may take (image start included).
 SMOKE_TIMEOUT_S = 60
@@ -140,6 +144,21 @@ _ROLE_DOCKERFILES: dict[str, str] = {
         "EXPOSE 8080\n"
         'CMD ["netperf-driver", "echo", "--listen", "0.0.0.0:8080"]\n'
     ),
+    "locust": (
+        "FROM {base}\n"
+        "RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-venv \\\n"
+        " && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb\n"
+        "COPY wheels /tmp/wheels\n"
+        "RUN python3 -m venv /opt/netperf && /opt/netperf/bin/pip install --no-cache-dir --no-index "
+        "--find-links /tmp/wheels -r /tmp/wheels/requirements.txt && rm -rf /tmp/wheels\n"
+        "COPY src /opt/netperf/src\n"
+        "COPY netperf /usr/local/bin/netperf\n"
+        "ENV PYTHONPATH=/opt/netperf/src \\\n"
+        "    PATH=/opt/netperf/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n"
+        "RUN netperf locust-worker --version\n"
+        "STOPSIGNAL SIGTERM\n"
+        'CMD ["netperf", "locust-worker"]\n'
+    ),
 }
 #: The default command and main config path of each local image (what a Compose file written
 #: for the official image expects).
@@ -148,6 +167,7 @@ DEFAULT_COMMANDS: dict[str, tuple[str, ...]] = {
     "haproxy": ("haproxy", "-W", "-db", "-f", "/usr/local/etc/haproxy/haproxy.cfg"),
     "envoy": ("envoy", "-c", "/etc/envoy/envoy.yaml"),
     "echo": ("netperf-driver", "echo", "--listen", "0.0.0.0:8080"),
+    "locust": ("netperf", "locust-worker"),
 }
 
 
@@ -320,6 +340,10 @@ def _missing_reason(role: str) -> str:
             f"Kong image {OFFICIAL_IMAGES['kong']} is not present{pull_hint}. Kong ships only as "
             "official container images and vendor packages, so there is no offline build and no "
             "substitute; load a kong image with `docker load` or point NETPERF_IMAGE_KONG at one."
+        )
+    if role == "locust":
+        return (
+            f"image {LOCAL_IMAGES['locust']} (Locust worker) is missing; build it with `{BUILD_COMMAND} --only locust`"
         )
     if role == "echo":
         return (
@@ -521,4 +545,12 @@ def _role_files(role: str, say: Callable[[str], None]) -> tuple[str, Callable[[P
         binary = driver_binary()
         note = f"netperf-driver sha256 {file_sha256(binary)[:16]}"
         return note, lambda folder: {"netperf-driver": binary}, str(binary)
+    if role == "locust":
+        requirements = pinned_requirements()
+        note = f"{' '.join(requirements)}; pytest_netperf sources {sources_digest()}"
+
+        def collect_locust(folder: Path) -> dict[str, Path]:
+            return collect_locust_files(folder, requirements, say)
+
+        return note, collect_locust, "the locust wheels and this package's sources"
     return "", lambda folder: write_default_configs(role, folder), ""

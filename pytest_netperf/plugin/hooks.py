@@ -24,6 +24,7 @@ from pytest_netperf.baseline.model import Baseline, SeriesRecord
 from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.drivers import make_driver
+from pytest_netperf.drivers.locust.session import SessionPool
 from pytest_netperf.drivers.rust import LocalRunner
 from pytest_netperf.errors import BaselineError, BudgetSyntaxError, InvalidMeasurement, MarkerError, NetperfError
 from pytest_netperf.measure.gate import MISSING_BASELINE_NOTE, BudgetOutcome, DriverFactory, Gate, series_name
@@ -127,6 +128,8 @@ class NetperfPlugin:
         self._noise: Optional[NoiseFloor] = None
         self._noise_loaded = False
         self._aa_pairs: list[tuple[list[Any], list[Any]]] = []  # rounds of --netperf-calibrate
+        #: The session's Locust master (workers attach once and serve every round); closed at the end.
+        self.locust_sessions = SessionPool()
 
     # ----------------------------------------------------------------- collection
     @pytest.hookimpl(wrapper=True)
@@ -244,6 +247,11 @@ class NetperfPlugin:
                 locustfile=options.locustfile_path(test_dir),
                 user_class=options.user_class,
                 locust_workers=self.settings.locust_workers,
+                locust_remote_workers=self.settings.locust_remote_workers,
+                locust_master=self.settings.locust_master_address(),
+                locust_workers_timeout_s=self.settings.locust_workers_timeout_s,
+                locust_sessions=self.locust_sessions,
+                cpus=cpus,
             )
 
         return factory
@@ -451,6 +459,7 @@ class NetperfPlugin:
             self.report.notes.extend(data.get("notes") or [])
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.locust_sessions.close()  # releases the workers; stops the master and local workers
         if not (self.settings.calibrate and self._aa_pairs):
             return
         a = [r for pair in self._aa_pairs for r in pair[0]]

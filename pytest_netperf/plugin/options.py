@@ -60,6 +60,9 @@ OPTIONS = (
     Option("max-lag", "max_lag_ms", "netperf_max_lag"),
     Option("realtime", "realtime", "netperf_realtime", flag=True),
     Option("locust-workers", "locust_workers", "netperf_locust_workers"),
+    Option("locust-remote-workers", "locust_remote_workers", "netperf_locust_remote_workers"),
+    Option("locust-master", "locust_master", "netperf_locust_master"),
+    Option("locust-workers-timeout", "locust_workers_timeout_s", "netperf_locust_workers_timeout"),
     Option("driver-cpus", "driver_cpus", "netperf_driver_cpus"),
     Option("strict", "strict", "netperf_strict", flag=True, negatable=True),
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
+from pytest_netperf.report.load_workers import LOAD_WORKERS_FACT, workers_fact
 from pytest_netperf.report.system_costs import SYSTEM_FACT, costs_fact, costs_json
 from pytest_netperf.report.transport import TRANSPORT_FACT, transport_fact, transport_json
 from pytest_netperf.verdict.status import SUMMARY_ORDER, WORST_FIRST, Status
@@ -97,6 +98,9 @@ def series_facts(m: Measurement) -> dict[str, dict[str, str]]:
         l4 = transport_fact(s.rounds)
         if l4:
             facts[s.label][TRANSPORT_FACT] = l4
+        workers = workers_fact(s.rounds)
+        if workers:
+            facts[s.label][LOAD_WORKERS_FACT] = workers
     return facts if any(facts.values()) else {}
 
 

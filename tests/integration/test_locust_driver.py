@@ -319,3 +319,28 @@ def _unused_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def test_a_worker_that_dies_mid_round_makes_the_round_invalid_with_the_reason(echo_url: str) -> None:
+    """A session master with two local workers; one is killed during the window: no silent smaller load."""
+    from pytest_netperf.drivers.locust.session import LocustSession
+
+    driver = LocustDriver(workers=2)
+    with LocustSession(driver.session_spec()) as session:
+        driver.session = session
+        first = driver.run(echo_url, LoadShape(connections=2, rate=40, **SHORT))
+        assert len(first.config["workers_served"]) == 2
+        assert all(w["requests"] > 0 for w in first.config["workers_served"])
+        victim = session.pids()[-1]
+        killer = threading.Timer(1.0, os.kill, (victim, signal.SIGKILL))
+        killer.start()
+        started = time.monotonic()
+        with pytest.raises(DriverError) as failure:
+            driver.run(echo_url, LoadShape(connections=2, rate=40, warmup_s=0.3, duration_s=3.0, interval_s=0.5))
+        killer.join()
+        pids = session.pids()
+    message = str(failure.value)
+    assert "1 of 2 Locust workers sent no measurement" in message, message
+    assert "heartbeats" in message or "disconnected" in message, message
+    assert time.monotonic() - started < 20
+    assert not [pid for pid in pids if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]

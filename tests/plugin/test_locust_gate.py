@@ -85,3 +85,56 @@ def test_locust_bad_user_class_is_a_clear_error(
     result = pytester.runpytest_subprocess(*FAST)
     result.stdout.fnmatch_lines(["*user class Buyer not found*Shopper*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+def test_too_few_remote_workers_is_invalid_naming_how_many_came(
+    pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No worker attaches within the timeout: the test is INVALID with the count, nothing stays up."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pytester.makepyfile(
+        """
+        import os
+        import pytest
+
+        @pytest.mark.netperf("errors == 0", driver="locust")
+        def test_remote(netperf):
+            netperf.measure(os.environ["NETPERF_TEST_URL"], connections=2, rate=20)
+        """
+    )
+    monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
+    result = pytester.runpytest_subprocess(
+        *FAST,
+        "--netperf-locust-remote-workers=2",
+        f"--netperf-locust-master=127.0.0.1:{port}",
+        "--netperf-locust-workers-timeout=1",
+    )
+    result.stdout.fnmatch_lines(
+        [
+            f"*INVALID*only 0 of 2 Locust workers attached to the master at 127.0.0.1:{port} "
+            "within 1s*netperf locust-worker*"
+        ]
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    with socket.socket() as probe:  # the master is gone: its port can be bound again
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        probe.bind(("127.0.0.1", port))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--netperf-locust-master=nowhere"], "*--netperf-locust-master*expected BIND:PORT*nowhere*"),
+        (["--netperf-locust-remote-workers=-2"], "*--netperf-locust-remote-workers*>= 0*"),
+        (["--netperf-locust-workers-timeout=0"], "*--netperf-locust-workers-timeout*> 0*"),
+    ],
+)
+def test_bad_locust_options_are_usage_errors(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest(*args)
+    result.stderr.fnmatch_lines([message])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -61,7 +61,9 @@ def _part(
         recorder.note_iteration()
     clock.now = 2.0
     recorder.stop()
-    return {"window": recorder.payload(), "process": _process(node_id, busy_s, warned=warned)}
+    process = _process(node_id, busy_s, warned=warned)
+    process.update(requests=recorder.requests, errors=recorder.non_2xx + sum(recorder.errors.values()))
+    return {"window": recorder.payload(), "process": process}
 
 
 def _context(rate: Optional[float] = None, users: int = 4, workers: int = 2) -> RunContext:
@@ -138,14 +140,14 @@ def test_paced_round_below_99_percent_of_the_rate_saturates() -> None:
 
 def test_event_loop_lag_above_the_bound_saturates() -> None:
     late, punctual = _part("w1", [0.2] * 10, iterations=100), _part("w2", [0.2] * 10, iterations=100)
-    late["process"]["loop_lag_p99_ns"] = 2_500_000.0
-    punctual["process"]["loop_lag_p99_ns"] = 400_000.0
+    late["process"]["loop_lag_p99_ns"] = 12_500_000.0
+    punctual["process"]["loop_lag_p99_ns"] = 5_300_000.0  # a busy 2-core machine at a moderate rate
     result = build_round_result(_document([late, punctual], rate=100.0), _context(rate=100.0), "x")
     assert result.client.saturation_reasons == [
-        "event loop lag p99 2500 us in locust worker pid 4242 on loadgen above bound 1000 us"
+        "event loop lag p99 12500 us in locust worker pid 4242 on loadgen above bound 10000 us"
         " (responses wait for the client)"
     ]
-    assert result.config["loop_lag_p99_ns"] == [2_500_000.0, 400_000.0]
+    assert result.config["loop_lag_p99_ns"] == [12_500_000.0, 5_300_000.0]
     assert not build_round_result(_document([punctual]), _context(), "x").client.saturated
 
 
@@ -160,3 +162,26 @@ def test_unknown_schema_is_an_error() -> None:
     document["schema"] = "something/9"
     with pytest.raises(DriverError, match="schema"):
         build_round_result(document, _context(), "x")
+
+
+def test_a_worker_missing_from_the_round_is_named_with_the_reason() -> None:
+    document = _document([_part("w1", [0.2] * 10)], expected=["w1", "w2"])
+    document["workers_missing"] = {"w2": "stopped sending heartbeats during the round (died or unreachable)"}
+    with pytest.raises(DriverError, match=r"1 of 2 .*w2 \(stopped sending heartbeats.*invalid"):
+        build_round_result(document, _context(), "x")
+
+
+def test_a_worker_that_served_nothing_makes_the_round_invalid() -> None:
+    idle = _part("w2", [])
+    idle["process"].update(requests=0, errors=0)
+    with pytest.raises(DriverError, match="w2 on loadgen completed no request"):
+        build_round_result(_document([_part("w1", [0.2] * 10), idle]), _context(), "x")
+
+
+def test_bytes_sent_and_workers_served_are_reported() -> None:
+    parts = [_part("w1", [0.2] * 10), _part("w2", [0.2] * 10)]
+    for part in parts:
+        part["window"]["bytes_sent"] = 1000
+    result = build_round_result(_document(parts), _context(), "x")
+    assert result.bytes_sent == 2000
+    assert [w["id"] for w in result.config["workers_served"]] == ["w1", "w2"]

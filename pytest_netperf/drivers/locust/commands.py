@@ -88,7 +88,7 @@ def main_argv(
             "--loglevel": "INFO",
             "-u": users,
             "-r": max(users * 10, 100),
-            "--host": split_url(url)[0] if default_user else url.rstrip("/"),
+            "--host": target_host(url, default_user),
             "--run-time": f"{math.ceil(run_time_s)}s",
             "--exit-code-on-error": 0,
             "--netperf-out": output,
@@ -141,6 +141,65 @@ def remote_worker_argv(user_file: Path, master_host: str, master_port: int) -> l
     """The command a remote machine runs to join a master (see docs/locust.md)."""
     argv = _locust("python", (user_file, LISTENER_FILE)) + ["--worker"]
     return argv + flags({"--master-host": master_host, "--master-port": master_port})
+
+
+def session_master_argv(
+    python: str,
+    files: Sequence[Path],
+    bind_host: str,
+    port: int,
+    control: Path,
+    web_port: int,
+    user_class: Optional[str],
+) -> list[str]:
+    """A master that serves rounds on the Unix socket ``control`` until asked to quit.
+
+    Not headless (a headless master starts the test at once and quits when its last worker
+    leaves): Locust's web UI listens on ``127.0.0.1:web_port`` and is not used.
+    """
+    argv = _locust(python, files) + ["--master"]
+    argv += flags(
+        {
+            "--master-bind-host": bind_host,
+            "--master-bind-port": port,
+            "--web-host": "127.0.0.1",
+            "--web-port": web_port,
+            "--loglevel": "INFO",
+            "--netperf-control": control,
+        }
+    )
+    if user_class:
+        argv.append(user_class)
+    return argv
+
+
+def round_options(shape: LoadShape, url: str, default_user: bool) -> dict[str, object]:
+    """The ``--netperf-*`` values of one round of a session master (they travel to the workers)."""
+    options: dict[str, object] = {
+        "netperf_warmup": shape.warmup_s,
+        "netperf_duration": shape.duration_s,
+        "netperf_interval": shape.interval_s,
+        "netperf_users": shape.connections,
+        "netperf_rate": shape.rate or 0.0,
+        "netperf_arrival": shape.arrival,
+        "netperf_report_timeout": REPORT_TIMEOUT_S,
+    }
+    if default_user:
+        options.update(
+            {
+                "netperf_path": split_url(url)[1],
+                "netperf_method": shape.method,
+                "netperf_headers": json.dumps(dict(shape.headers)),
+                "netperf_body_size": shape.body_size,
+                "netperf_timeout": shape.timeout_s,
+            }
+        )
+    return options
+
+
+def target_host(url: str, default_user: bool) -> str:
+    """Locust's ``--host`` for ``url``: the origin for the default user, else the URL itself."""
+    return split_url(url)[0] if default_user else url.rstrip("/")
 
 
 def list_argv(python: str, files: Sequence[Path]) -> list[str]:

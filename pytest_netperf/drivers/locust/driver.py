@@ -22,11 +22,13 @@ import time
 from pathlib import Path
 from typing import Any, Optional, Union
 
+from pytest_netperf import defaults
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.locust import DEFAULT_USER_CLASS, DEFAULT_USER_FILE, LISTENER_FILE, commands, diagnosis
 from pytest_netperf.drivers.locust.in_locust.pacing import ARRIVALS
 from pytest_netperf.drivers.locust.processes import LocustProcess, ProcessGroups
 from pytest_netperf.drivers.locust.result_builder import RunContext, build_round_result
+from pytest_netperf.drivers.locust.session import LocustSession, SessionSpec
 from pytest_netperf.errors import DriverError, DriverNotFoundError
 from pytest_netperf.measure.results import RoundResult
 
@@ -48,6 +50,10 @@ class LocustDriver:
     ``master_port`` 0 picks a free port (remote workers need a fixed one); ``python`` is
     the interpreter that runs Locust; ``max_loop_lag_ms`` bounds the event-loop lag p99 of
     every Locust process (above it the round is saturated, like the Rust driver's --max-lag).
+
+    With ``session`` (a :class:`LocustSession`, see :meth:`session_spec`) every round runs
+    on that long-lived master and its attached workers instead of processes started per
+    round; the caller closes the session.
     """
 
     name = "locust"
@@ -62,7 +68,8 @@ class LocustDriver:
         remote_workers: int = 0,
         master_port: int = 0,
         python: str = sys.executable,
-        max_loop_lag_ms: float = 1.0,
+        max_loop_lag_ms: float = defaults.LOCUST_MAX_LOOP_LAG_MS,
+        session: Optional[LocustSession] = None,
     ) -> None:
         if workers < 0 or remote_workers < 0:
             raise DriverError("workers and remote_workers must be >= 0")
@@ -75,6 +82,7 @@ class LocustDriver:
         self.expect_workers_timeout_s = float(expect_workers_timeout_s)
         self.python = python
         self.max_loop_lag_ms = float(max_loop_lag_ms)
+        self.session = session
         #: Process ids of the Locust processes of the latest round (all reaped when run returns).
         self.last_pids: list[int] = []
 
@@ -106,6 +114,8 @@ class LocustDriver:
         version = self.version()
         topology = self._topology()
         context = self._context(url, shape)
+        if self.session is not None:
+            return build_round_result(self._run_in_session(self.session, url, shape), context, version)
         with tempfile.TemporaryDirectory(prefix="netperf-locust-") as tmp:
             groups = ProcessGroups(Path(tmp))
             try:
@@ -114,6 +124,36 @@ class LocustDriver:
             finally:
                 self.last_pids = [process.pid for process in groups.processes]
         return build_round_result(document, context, version)
+
+    def session_spec(self, cpus: Optional[str] = None) -> SessionSpec:
+        """The master this driver's rounds need (its files, user class, workers, address)."""
+        topology = self._topology()
+        return SessionSpec(
+            files=topology.files,
+            user_class=self.user_class if self.locustfile is not None else None,
+            python=self.python,
+            local_workers=self.workers,
+            remote_workers=self.remote_workers,
+            bind_host=topology.bind_host,
+            port=self.master_port,
+            workers_timeout_s=self.expect_workers_timeout_s,
+            cpus=cpus,
+        )
+
+    def _run_in_session(self, session: LocustSession, url: str, shape: LoadShape) -> dict[str, Any]:
+        workers = session.spec.expected_workers
+        if shape.connections < workers:
+            raise DriverError(
+                f"{shape.connections} Locust user(s) cannot keep {workers} workers busy: every worker must serve "
+                "the round, so give at least one user (connection) per worker"
+            )
+        default_user = self.locustfile is None
+        return session.run_round(
+            commands.target_host(url, default_user),
+            shape.connections,
+            commands.round_options(shape, url, default_user),
+            timeout_s=shape.warmup_s + shape.duration_s + commands.REPORT_TIMEOUT_S + STARTUP_ALLOWANCE_S + 60.0,
+        )
 
     def worker_command(
         self, master_host: str, master_port: int, locustfile: Union[str, Path, None] = None
@@ -256,7 +296,10 @@ def _notes(shape: LoadShape, has_locustfile: bool) -> tuple[str, ...]:
         notes.append("shape.threads ignored: each locust process is single-threaded; use workers")
     if has_locustfile:
         notes.append("method, headers and body_size apply to the default user only")
-    notes.append("sockets counted for FastHttpUser/HttpUser; bytes_received = response bodies; bytes_sent = 0")
+    notes.append(
+        "sockets and bytes_sent counted on every gevent TCP socket of the users (any client type); "
+        "bytes_received = response bodies"
+    )
     return tuple(notes)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional
 
+from pytest_netperf import defaults
 from pytest_netperf.drivers.locust import OUTPUT_SCHEMA
 from pytest_netperf.errors import DriverError
 from pytest_netperf.measure.histogram import decode_histogram, percentile_ns, summarize
@@ -39,7 +40,7 @@ class RunContext:
     notes: tuple[str, ...] = ()
     #: A process whose event-loop lag p99 exceeds this is saturated: a late wake-up delays
     #: reading responses (the Rust driver's default --max-lag for schedule lag is also 1 ms).
-    max_loop_lag_ns: float = 1_000_000.0
+    max_loop_lag_ns: float = defaults.LOCUST_MAX_LOOP_LAG_MS * 1e6
 
 
 def summarize_histogram(encoded: str) -> LatencySummary:
@@ -122,14 +123,51 @@ def client_health(document: Mapping[str, Any], context: RunContext, duration_s: 
 
 
 def _check_document(document: Mapping[str, Any]) -> None:
+    """DriverError (the gate makes the round INVALID) unless every expected worker served it."""
     if document.get("schema") != OUTPUT_SCHEMA:
         raise DriverError(f"Locust listener wrote schema {document.get('schema')!r}, expected {OUTPUT_SCHEMA!r}")
+    reasons = dict(document.get("workers_missing") or {})
     missing = sorted(set(document["workers_expected"]) - set(document["workers_reported"]))
     if missing:
+        named = ", ".join(f"{worker} ({reasons[worker]})" if worker in reasons else worker for worker in missing)
         raise DriverError(
             f"{len(missing)} of {len(document['workers_expected'])} Locust workers sent no measurement "
-            f"(missing: {', '.join(missing)}); the round cannot be merged losslessly"
+            f"(missing: {named}); the round would be a silently smaller load, so it is invalid"
         )
+    if not document["workers_expected"]:
+        return
+    idle = [
+        f"{p['node_id']} on {p['host']}"
+        for p in document["processes"]
+        if p["role"] == "worker" and int(p.get("requests", 0)) == 0 and int(p.get("errors", 0)) == 0
+    ]
+    if idle:
+        raise DriverError(
+            f"Locust worker(s) {', '.join(idle)} completed no request in the window (no users or stalled); "
+            "the round would be a silently smaller load, so it is invalid"
+        )
+
+
+def worker_records(document: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Who served the round: id, host, address, requests, errors and CPU of each worker."""
+    records = []
+    for process in document["processes"]:
+        if process["role"] == "master":
+            continue
+        busy = float(process["cpu_user_s"]) + float(process["cpu_sys_s"])
+        wall = float(process["wall_s"])
+        records.append(
+            {
+                "id": str(process["node_id"]),
+                "host": str(process["host"]),
+                "address": str(process.get("address", "")),
+                "requests": int(process.get("requests", 0)),
+                "errors": int(process.get("errors", 0)),
+                "cpu_s": busy,
+                "cpu_share": busy / wall if wall > 0 else 0.0,
+            }
+        )
+    return records
 
 
 def build_round_result(document: Mapping[str, Any], context: RunContext, driver_version: str) -> RoundResult:
@@ -160,6 +198,7 @@ def build_round_result(document: Mapping[str, Any], context: RunContext, driver_
         "hosts": sorted({str(process["host"]) for process in processes}),
         "requests_per_process": [int(p.get("requests", 0)) for p in processes if p["role"] != "master"],
         "loop_lag_p99_ns": [p.get("loop_lag_p99_ns") for p in processes if p["role"] != "master"],
+        "workers_served": worker_records(document) if document["workers_expected"] else [],
         "notes": list(context.notes),
         **dict(context.request),
     }
@@ -177,7 +216,7 @@ def build_round_result(document: Mapping[str, Any], context: RunContext, driver_
         errors={kind: int(count) for kind, count in window["errors"].items() if int(count)},
         sockets_opened=sockets,
         reconnects=max(sockets - context.users, 0),
-        bytes_sent=0,
+        bytes_sent=int(window.get("bytes_sent", 0)),
         bytes_received=int(window["bytes_received"]),
         latency=latency,
         service_time=replace(latency),  # Locust measures from the actual send: the same data

@@ -1,53 +1,86 @@
-"""Count TCP connections opened by Locust's HTTP clients in this process.
+"""Count the TCP connections a Locust process opens and the bytes it sends on them.
 
-Wraps the socket-creating method of geventhttpclient's connection pool (FastHttpUser)
-and of urllib3's HTTP connection (HttpUser / requests), when those libraries are present.
-Other clients a locustfile may use (raw sockets, gRPC, …) are not counted.
+Locust runs every user on gevent sockets (it monkey-patches ``socket``), whatever the
+client: FastHttpUser (geventhttpclient), HttpUser (requests/urllib3) or a locustfile's own
+socket code.  Wrapping two methods of gevent's socket class once per process therefore
+counts every client type: ``connect``/``connect_ex`` of a stream socket is one TCP connect,
+and ``send`` adds the bytes the kernel accepted (``sendall`` sends through ``send``, so
+nothing is counted twice).  Locust's master/worker messaging runs in libzmq, below Python
+sockets, so it is not counted.  TLS bytes are counted after encryption when the TLS layer
+writes through these sockets; plain HTTP bytes are the request line, headers and body.
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
+import socket as stdlib_socket
 from typing import Any, Callable
 
 _opened = 0
+_sent = 0
 _installed = False
 
-#: (module, class, method) whose successful return means "one TCP connect happened".
-_CONNECT_POINTS = (
-    ("geventhttpclient.connectionpool", "ConnectionPool", "_create_socket"),
-    ("urllib3.connection", "HTTPConnection", "_new_conn"),
-)
+#: What is wrapped: (module, class); the methods are fixed below.
+_SOCKET_CLASS = ("gevent.socket", "socket")
 
 
 def sockets_opened() -> int:
-    """Connections opened in this process since :func:`install_connection_counters`."""
+    """TCP connections opened in this process since :func:`install_connection_counters`."""
     return _opened
 
 
-def _counting(method: Callable[..., Any]) -> Callable[..., Any]:
+def bytes_sent() -> int:
+    """Bytes sent on Python-level sockets of this process since the counters were installed."""
+    return _sent
+
+
+def _is_tcp(sock: Any) -> bool:
+    try:
+        return bool(sock.type & stdlib_socket.SOCK_STREAM) and sock.family in (
+            stdlib_socket.AF_INET,
+            stdlib_socket.AF_INET6,
+        )
+    except (AttributeError, OSError):
+        return False
+
+
+def _counting_connect(method: Callable[..., Any], returns_code: bool) -> Callable[..., Any]:
     @functools.wraps(method)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
         global _opened
-        result = method(*args, **kwargs)
-        _opened += 1
+        result = method(self, *args, **kwargs)
+        if (not returns_code or result == 0) and _is_tcp(self):
+            _opened += 1
+        return result
+
+    return wrapper
+
+
+def _counting_send(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        global _sent
+        result = method(self, *args, **kwargs)
+        if isinstance(result, int) and result > 0:
+            _sent += result
         return result
 
     return wrapper
 
 
 def install_connection_counters() -> list[str]:
-    """Wrap every available connect point once; returns the names that are counted."""
+    """Wrap gevent's socket class once per process; returns what is counted."""
     global _installed
-    counted = []
-    for module_name, class_name, method_name in _CONNECT_POINTS:
-        try:
-            cls = getattr(importlib.import_module(module_name), class_name)
-        except (ImportError, AttributeError):
-            continue
-        if not _installed:
-            setattr(cls, method_name, _counting(getattr(cls, method_name)))
-        counted.append(f"{module_name}.{class_name}")
-    _installed = True
-    return counted
+    import importlib
+
+    module_name, class_name = _SOCKET_CLASS
+    try:
+        cls = getattr(importlib.import_module(module_name), class_name)
+    except (ImportError, AttributeError):
+        return []
+    if not _installed:
+        cls.connect = _counting_connect(cls.connect, returns_code=False)
+        cls.connect_ex = _counting_connect(cls.connect_ex, returns_code=True)
+        cls.send = _counting_send(cls.send)
+        _installed = True
+    return [f"{module_name}.{class_name} (every client on gevent sockets)"]

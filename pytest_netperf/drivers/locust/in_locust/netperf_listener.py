@@ -8,6 +8,8 @@ encoded histograms and counters in a ``netperf_report`` message), merges everyth
 losslessly, writes ``--netperf-out`` and quits Locust.
 
 Remote workers load the same two files with ``--worker``; options come from the master.
+With ``--netperf-control SOCKET`` the master instead serves many rounds for a pytest session
+(:mod:`.session_master`): workers attach once and each round travels as Locust messages.
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from locust import events
 from locust.runners import MasterRunner, WorkerRunner
 
 from pytest_netperf.drivers.locust.in_locust.connection_counter import (
+    bytes_sent,
     install_connection_counters,
     sockets_opened,
 )
 from pytest_netperf.drivers.locust.in_locust.error_kinds import classify_exception
 from pytest_netperf.drivers.locust.in_locust.output_document import output_document
 from pytest_netperf.drivers.locust.in_locust.pacing import paced_wait_time
+from pytest_netperf.drivers.locust.in_locust.session_master import SessionMaster
 from pytest_netperf.drivers.locust.in_locust.window_recorder import WindowRecorder
 from pytest_netperf.measure.histogram import HIGHEST_NS, new_histogram, percentile_ns
 
@@ -52,6 +56,7 @@ def _add_options(parser: Any, **_kw: Any) -> None:
     group.add_argument("--netperf-rate", type=float, default=0.0, help="iterations/s (0 = closed loop)")
     group.add_argument("--netperf-arrival", default="constant", help="constant | poisson")
     group.add_argument("--netperf-report-timeout", type=float, default=15.0, help="wait for worker reports")
+    group.add_argument("--netperf-control", default="", help="master: serve rounds on this Unix socket")
 
 
 class _Cpu:
@@ -102,6 +107,7 @@ class _Cpu:
             "locust_cpu_warning_percent": self.warned_percent,
             "sockets_opened": sockets_opened(),
             "counted_clients": _COUNTED_CLIENTS,
+            "address": _local_address(),
         }
 
 
@@ -153,6 +159,8 @@ class NetperfNode:
         self.expected_workers: set[str] = set()
         self.all_reported = gevent.event.Event()
         self.controller: Optional[gevent.Greenlet] = None
+        self._sent_at_open = 0
+        self._original_wait_times: dict[Any, Any] = {}
 
     # -- roles -----------------------------------------------------------------------------
     @property
@@ -202,6 +210,9 @@ class NetperfNode:
         """Apply pacing to every user class when the round is rate-driven."""
         rate = float(self.options.netperf_rate or 0.0)
         users = max(int(self.options.netperf_users), 1)
+        for user_class in self.environment.user_classes:  # a session's earlier round may have paced them
+            self._original_wait_times.setdefault(user_class, user_class.wait_time)
+            user_class.wait_time = self._original_wait_times[user_class]
         if rate <= 0:
             return
         wait = paced_wait_time(rate / users, self.options.netperf_arrival, lambda: self.recorder.note_iteration())
@@ -211,17 +222,20 @@ class NetperfNode:
     def open_window(self) -> None:
         self.recorder = WindowRecorder(interval_s=float(self.options.netperf_interval))
         self.recorder.start()
+        self._sent_at_open = bytes_sent()
         self.cpu.start()
         self.loop_lag.start()
 
     def close_window(self) -> dict[str, Any]:
         self.recorder.stop()
+        self.recorder.bytes_sent = bytes_sent() - self._sent_at_open
         self.cpu.stop()
         self.loop_lag.stop()
         process = {
             **self.cpu.report(self.role, self.node_id),
             **self.loop_lag.report(),
             "requests": self.recorder.requests,
+            "errors": self.recorder.non_2xx + sum(self.recorder.errors.values()),
         }
         return {"window": self.recorder.payload(), "process": process}
 
@@ -259,22 +273,35 @@ class NetperfNode:
             self.cpu.stop()
             self.runner.send_message("netperf_stop")
             self.all_reported.wait(timeout=float(options.netperf_report_timeout))
-            parts = [self.reports[node] for node in sorted(self.reports)]
-            master_process: Optional[dict[str, Any]] = self.cpu.report("master", "master")
+            document = self.master_document(window_s, self.expected_workers)
         else:
-            parts, master_process = [self.close_window()], None
-        document = output_document(
+            document = self.document(window_s, [self.close_window()], None)
+        _write_json_atomically(options.netperf_out, document)
+        gevent.spawn(self.runner.quit)
+
+    def master_document(self, window_s: float, expected: set[str]) -> dict[str, Any]:
+        """The merged document of a distributed round from the reports received so far."""
+        parts = [self.reports[node] for node in sorted(self.reports) if node in expected]
+        return self.document(window_s, parts, self.cpu.report("master", "master"), expected)
+
+    def document(
+        self,
+        window_s: float,
+        parts: list[dict[str, Any]],
+        master_process: Optional[dict[str, Any]],
+        expected: Optional[set[str]] = None,
+    ) -> dict[str, Any]:
+        options = self.options
+        return output_document(
             role=self.role,
             window_s=window_s,
             rate=float(options.netperf_rate or 0.0),
             users=int(options.netperf_users),
-            workers_expected=self.expected_workers,
+            workers_expected=self.expected_workers if expected is None else expected,
             parts=parts,
             master_process=master_process,
             locust_version=locust.__version__,
         )
-        _write_json_atomically(options.netperf_out, document)
-        gevent.spawn(self.runner.quit)
 
 
 def _write_json_atomically(path: str, document: dict[str, Any]) -> None:
@@ -282,6 +309,20 @@ def _write_json_atomically(path: str, document: dict[str, Any]) -> None:
     with open(temporary, "w", encoding="utf-8") as handle:
         json.dump(document, handle)
     os.replace(temporary, path)
+
+
+def _local_address() -> str:
+    """The address this process reaches the master from (or the default route's), "" if none."""
+    options = _node.options if _node is not None else None
+    target = str(getattr(options, "master_host", "") or "") if _node is not None and _node.is_worker else ""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect((target or "192.0.2.1", 9))  # UDP connect sends nothing; it only picks a route
+        return str(probe.getsockname()[0])
+    except OSError:
+        return ""
+    finally:
+        probe.close()
 
 
 _node: Optional[NetperfNode] = None
@@ -294,6 +335,14 @@ def _on_init(environment: Any, **_kw: Any) -> None:
     _node = node
     if node.is_master:
         node.runner.register_message("netperf_report", node.on_report)
+        control = str(getattr(node.options, "netperf_control", "") or "")
+        if control:
+            session = SessionMaster(node, node.master_document)
+            environment.events.spawning_complete.add_listener(session.on_spawning_complete)
+            environment.events.request.add_listener(node.on_request)
+            environment.events.usage_monitor.add_listener(node.on_usage)
+            session.serve(control)
+            return
     elif node.is_worker:
         node.runner.register_message("netperf_start", node.on_start_message)
         node.runner.register_message("netperf_stop", node.on_stop_message)

@@ -51,6 +51,8 @@ class WindowRecorder:
         self.non_2xx = 0
         self.rejected = 0
         self.bytes_received = 0
+        #: Bytes this process sent during the window (set by the listener from the socket counter).
+        self.bytes_sent = 0
         self.iterations = 0
         self._intervals: dict[int, _IntervalCounts] = {}
 
@@ -151,6 +153,7 @@ class WindowRecorder:
             "status_codes": dict(self.status_codes),
             "errors": dict(self.errors),
             "bytes_received": self.bytes_received,
+            "bytes_sent": self.bytes_sent,
             "iterations": self.iterations,
             "latency": encode_histogram(self.latency),
             "intervals": intervals,
@@ -177,6 +180,7 @@ def merge_payloads(payloads: Iterable[dict[str, Any]]) -> dict[str, Any]:
         "status_codes": {},
         "errors": {},
         "bytes_received": 0,
+        "bytes_sent": 0,
         "iterations": 0,
     }
     intervals: dict[int, dict[str, Any]] = {}
@@ -184,6 +188,7 @@ def merge_payloads(payloads: Iterable[dict[str, Any]]) -> dict[str, Any]:
         merged["window_s"] = max(merged["window_s"], float(part["window_s"]))
         for key in ("requests", "ok", "non_2xx", "rejected", "bytes_received", "iterations"):
             merged[key] += int(part[key])
+        merged["bytes_sent"] += int(part.get("bytes_sent", 0))
         _add_counts(merged["status_codes"], part["status_codes"])
         _add_counts(merged["errors"], part["errors"])
         latency.add(decode_histogram(part["latency"]))
