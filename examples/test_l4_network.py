@@ -39,7 +39,7 @@ UDP_RATE = 30_000
 
 
 @pytest.mark.parametrize("path", CONTAINER_PATHS)
-@pytest.mark.netperf("gbps >= 0.4x reference")
+@pytest.mark.netperf("gbps >= 0.5x reference")
 def test_tcp_throughput_4_streams(netperf, l4_paths, path):
     """iperf3 TCP with 4 parallel streams (the CNI study's -P 4), container path against the host."""
     netperf.compare(getattr(l4_paths, path).iperf3, reference=l4_paths.host.iperf3, streams=4, duration=2)
