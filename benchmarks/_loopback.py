@@ -84,13 +84,18 @@ def nginx(workers: int = 1, keepalive_requests: int = 1_000_000) -> Iterator[Opt
         yield Nginx(f"http://127.0.0.1:{port}/", process, d)
     finally:
         # SIGTERM: the master takes its workers down (a SIGKILLed master orphans them).
-        process.terminate()
-        try:
-            process.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
         shutil.rmtree(d, ignore_errors=True)
+
+
+def stop_process(process: subprocess.Popen) -> None:
+    """SIGTERM, then SIGKILL after 3 s; waits for the process to be gone."""
+    process.terminate()
+    try:
+        process.wait(timeout=3)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=10)
 
 
 @contextlib.contextmanager

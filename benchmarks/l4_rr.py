@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _loopback import free_port, median, run_measured, wait_for_port
+from _loopback import free_port, median, run_measured, stop_process, wait_for_port
 
 from pytest_netperf.drivers.rust import find_driver_binary
 from pytest_netperf.runtime.l4_paths import core_pair
@@ -52,12 +52,7 @@ def server(argv: list[str], port: int, cores: str | None) -> Iterator[None]:
         wait_for_port(port)
         yield
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=3)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process)
 
 
 def pinned(argv: list[str], cores: str | None) -> list[str]:
