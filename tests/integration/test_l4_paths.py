@@ -193,3 +193,56 @@ def test_gate_over_the_paths_reports_l4_figures_per_path(pytester: pytest.Pytest
     facts = {row["budget"]: row["facts"] for row in doc["rows"] if row["test_id"].startswith("test_l4.py::test_udp")}
     assert "container to container" in facts["pps >= 0.8x reference"]["candidate"]["path"]
     assert "udp 64B datagrams" in facts["pps >= 0.8x reference"]["candidate"]["L4 (median per round)"]
+
+
+THROTTLE_GATE = """
+import os
+import subprocess
+
+import pytest
+from pytest_netperf.topology import builders
+
+
+def throttle(container, rate):
+    '''Limit what enters the container to ``rate`` (a token bucket on the host side of its veth).'''
+    container.reload()
+    pid = str(container.attrs["State"]["Pid"])
+    link = subprocess.run(["nsenter", "-t", pid, "-n", "ip", "-o", "link", "show", "eth0"],
+                          capture_output=True, text=True, check=True).stdout
+    peer = link.split("@if", 1)[1].split(":", 1)[0]
+    host = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=True).stdout
+    veth = next(line.split(": ")[1].split("@")[0] for line in host.splitlines() if line.startswith(peer + ":"))
+    subprocess.run(["tc", "qdisc", "add", "dev", veth, "root", "tbf", "rate", rate, "burst", "256kb",
+                    "latency", "20ms"], check=True)
+
+
+@pytest.mark.netperf("gbps >= 0.5x reference")
+def test_throughput(netperf, netperf_topology):
+    candidate = netperf_topology(builders.l4_topology(name="l4-candidate"))
+    reference = netperf_topology(builders.l4_topology(name="l4-reference"))
+    if os.environ.get("THROTTLE"):
+        throttle(candidate.container("l4"), os.environ["THROTTLE"])
+    netperf.compare(candidate.endpoint("iperf3"), reference=reference.endpoint("iperf3"), streams=2)
+"""
+
+
+def test_a_throttled_container_network_fails_the_throughput_gate(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An injected L4 regression: the candidate server's veth limited to 1 Gbit/s (tbf).
+    The same gate passes without it (two identical servers); with it the ratio is far below 0.5x."""
+    import shutil
+
+    skip_without_images("echo")
+    if shutil.which("tc") is None or shutil.which("nsenter") is None:
+        pytest.skip("tc and nsenter (iproute2, util-linux) are needed to throttle a container's veth")
+    pytester.makepyfile(test_throttle=THROTTLE_GATE)
+    run = ["--netperf-rounds=3", "--netperf-max-rounds=6", "--netperf-duration=1", "--netperf-warmup=0"]
+    run += ["--netperf-json=results.json", "-p", "no:cacheprovider"]
+    same = pytester.runpytest_subprocess(*run)
+    assert same.ret == 0, same.stdout.str()[-3000:]
+    monkeypatch.setenv("THROTTLE", "1gbit")
+    throttled = pytester.runpytest_subprocess(*run)
+    assert throttled.ret == 1, throttled.stdout.str()[-3000:]
+    (row,) = json.loads((pytester.path / "results.json").read_text())["rows"]
+    assert row["verdict"] == "FAIL" and row["raw"]["estimate"] < 0.3, row
