@@ -138,6 +138,10 @@ def round_from_json(doc: Mapping[str, Any], url: str, requested_pps: Optional[fl
     protocol = str(test["protocol"]).lower()
     sent = end["sum_sent"]
     received = end["sum_received"]
+    nothing = int(sent.get("packets", 0)) == 0 if protocol == "udp" else int(received.get("bytes", 0)) == 0
+    if nothing:  # no verdict without data: a stream that moved no byte measured nothing
+        what = "sent no datagram" if protocol == "udp" else "received no byte"
+        raise DriverError(f"iperf3 {what} in the round ({protocol}): nothing was measured")
     cpu = end.get("cpu_utilization_percent") or {}
     seconds = float(received.get("seconds") or sent.get("seconds") or test.get("duration") or 0.0)
     transport = TransportStats(

@@ -64,6 +64,21 @@ def test_error_document_is_a_driver_error_naming_it():
         round_from_json(recorded("refused"), "iperf3://127.0.0.1:15299")
 
 
+@pytest.mark.parametrize(
+    ("name", "part", "field", "message"),
+    [
+        ("tcp_p4", "sum_received", "bytes", "received no byte"),
+        ("udp_16", "sum_sent", "packets", "sent no datagram"),
+    ],
+)
+def test_a_round_that_moved_nothing_is_an_error_not_a_zero(name, part, field, message):
+    """No verdict without data: 0 Gbit/s or 0 datagrams would be judged as a measured value."""
+    doc = recorded(name)
+    doc["end"][part][field] = 0
+    with pytest.raises(DriverError, match=message):
+        round_from_json(doc, "iperf3://h:5201", requested_pps=50_000)
+
+
 def test_round_trips_through_dict():
     r = round_from_json(recorded("udp_16"), "iperf3://h:5201", requested_pps=50_000)
     again = RoundResult.from_dict(json.loads(json.dumps(r.to_dict())))
