@@ -34,7 +34,7 @@ from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.locust.driver import LocustDriver
 from pytest_netperf.drivers.locust.session import LocustSession
 from pytest_netperf.drivers.rust import RustDriver
-from pytest_netperf.measure.results import LatencySummary, RoundResult
+from pytest_netperf.results.model import LatencySummary, RoundResult
 
 REPO = Path(__file__).resolve().parents[1]
 TIME_BUDGET_S = 110.0

@@ -11,8 +11,6 @@ resources=Resources(cpus=1))``.
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
 from pytest_netperf.budget.grammar import Budget, parse_budget
 from pytest_netperf.errors import (
     BaselineError,
@@ -24,7 +22,6 @@ from pytest_netperf.errors import (
     NetperfError,
 )
 from pytest_netperf.measure.targets import with_query
-from pytest_netperf.runtime.resources import Resources
 from pytest_netperf.topology import builders
 from pytest_netperf.topology.builders import (
     access_modes_topology,
@@ -34,7 +31,9 @@ from pytest_netperf.topology.builders import (
 )
 from pytest_netperf.topology.model import Node, NodeKind, Target, Topology
 from pytest_netperf.topology.render.files import ConfigPathError
+from pytest_netperf.topology.resources import Resources
 from pytest_netperf.verdict.status import Status
+from pytest_netperf.version import __version__
 
 __all__ = [
     "BaselineError",

@@ -15,7 +15,9 @@ from typing import Any, Mapping, Optional
 from pytest_netperf import defaults
 from pytest_netperf.baseline.machine import check_class_name
 from pytest_netperf.drivers import HTTP_DRIVER_NAMES
-from pytest_netperf.runtime.resources import cpuset_text, default_split, parse_cpuset, usable_cores
+from pytest_netperf.drivers.locust.worker_service import parse_master
+from pytest_netperf.runtime.resources import default_split, usable_cores
+from pytest_netperf.topology.resources import cpuset_text, parse_cpuset
 
 DRIVERS = HTTP_DRIVER_NAMES
 #: What a final INCONCLUSIVE does: fail; estimate (fail when the point estimate is outside
@@ -156,7 +158,7 @@ class Settings:
             )
         if self.locust_master:
             try:
-                parse_host_port(self.locust_master)
+                parse_master(self.locust_master)
             except ValueError as exc:
                 raise SettingError("locust_master", f"locust_master: {exc}") from None
         check_driver_cpus(self.driver_cpus)
@@ -169,7 +171,7 @@ class Settings:
     def locust_master_address(self) -> tuple[str, int]:
         """(bind host, port) of the session's Locust master; port 0 picks a free one."""
         if self.locust_master:
-            return parse_host_port(self.locust_master)
+            return parse_master(self.locust_master)
         if self.locust_remote_workers:
             return defaults.LOCUST_MASTER_BIND, defaults.LOCUST_MASTER_PORT
         return "127.0.0.1", 0
@@ -181,15 +183,6 @@ class SettingError(ValueError):
     def __init__(self, setting: str, message: str) -> None:
         super().__init__(message)
         self.setting = setting
-
-
-def parse_host_port(text: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[v6]:PORT`` too) -> (host, port); ValueError naming the problem."""
-    host, sep, port = str(text).strip().rpartition(":")
-    host = host.strip("[]")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"expected BIND:PORT such as 0.0.0.0:{defaults.LOCUST_MASTER_PORT}, got {text!r}")
-    return host, int(port)
 
 
 def check_driver_cpus(value: str) -> None:

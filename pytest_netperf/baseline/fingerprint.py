@@ -32,7 +32,7 @@ def machine_fingerprint(image_digests: Optional[dict[str, str]] = None) -> dict[
 
 @functools.lru_cache(maxsize=1)
 def _machine_part() -> tuple[tuple[str, Any], ...]:
-    from pytest_netperf import __version__
+    from pytest_netperf.version import __version__
 
     return (
         ("cpu_model", cpu_model()),

@@ -22,7 +22,7 @@ from pytest_netperf.baseline import schema
 from pytest_netperf.baseline.schema import FORMAT_VERSION
 from pytest_netperf.budget import metrics
 from pytest_netperf.errors import BaselineError
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.model import RoundResult
 
 __all__ = ["FORMAT_VERSION", "Baseline", "SeriesRecord", "dumps", "git_commit", "loads"]
 
@@ -49,7 +49,7 @@ class SeriesRecord:
 
     def values(self, metric: str) -> list[float]:
         """Per-round values of ``metric`` (latencies in nanoseconds)."""
-        return [r.metric(metric) for r in self.rounds]
+        return [metrics.metric_value(r, metric) for r in self.rounds]
 
 
 @dataclass
@@ -74,8 +74,8 @@ class Baseline:
         repo_dir: Optional[Path] = None,
     ) -> Baseline:
         """A baseline of results measured now: fills time, git commit and versions."""
-        from pytest_netperf import __version__
         from pytest_netperf.baseline.fingerprint import machine_fingerprint
+        from pytest_netperf.version import __version__
 
         if not series:
             raise ValueError(f"baseline for {test_id} has no series")
@@ -142,7 +142,7 @@ def _metric_or_none(series: SeriesRecord, metric: str) -> list[Optional[float]]:
     out: list[Optional[float]] = []
     for r in series.rounds:
         try:
-            out.append(r.metric(metric))
+            out.append(metrics.metric_value(r, metric))
         except KeyError:
             out.append(None)
     return out

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Union
 
 from pytest_netperf.errors import BaselineError
-from pytest_netperf.measure.results import LatencySummary, RoundResult
+from pytest_netperf.results.model import LatencySummary, RoundResult
 
 #: The format version this plugin writes and reads.
 FORMAT_VERSION = 1
@@ -220,7 +220,7 @@ def _hints(cls: type) -> dict[str, Any]:
 
 
 def _check_histogram(text: str, path: str) -> None:
-    from pytest_netperf.measure.histogram import decode_histogram
+    from pytest_netperf.results.histogram import decode_histogram
 
     try:
         decode_histogram(text)

@@ -22,10 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 from fnmatch import fnmatchcase
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
-if TYPE_CHECKING:  # the registry reads rounds but does not import the result model
-    from pytest_netperf.measure.results import RoundResult, SystemCosts
+from pytest_netperf.results.model import RoundResult, SystemCosts
 
 
 class Family(str, Enum):
@@ -434,9 +433,9 @@ def get(name: str) -> Metric:
     return scoped
 
 
-def is_system_metric(name: str) -> bool:
-    """True for a metric read from the system under test's cgroups (``cpu[edge]`` …)."""
-    return bool(get(name).scope)
+def metric_value(round_result: RoundResult, name: str) -> float:
+    """A scalar metric of one round by name (``rps``, ``p90``, ``cpu_per_request[edge]`` …)."""
+    return get(name).value(round_result)
 
 
 def names(*families: Family) -> tuple[str, ...]:

@@ -21,11 +21,12 @@ import sys
 from pathlib import Path
 from typing import Optional, Sequence
 
-from pytest_netperf import __version__, defaults
+from pytest_netperf import defaults
 from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.cli import baseline as cli_baseline
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.settings import SETTING_HELP
+from pytest_netperf.version import __version__
 
 #: pytest exit codes mapped onto ours (pytest: 4 usage error, 0 ok, else a problem).
 _PYTEST_USAGE_ERROR = 4

@@ -10,8 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from pytest_netperf.drivers.base import CommandRunner, Driver
+from pytest_netperf.drivers.base import Driver
 from pytest_netperf.errors import NetperfError
+from pytest_netperf.runtime.runners import CommandRunner
 
 if TYPE_CHECKING:
     from pytest_netperf.drivers.locust.session import SessionPool

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Protocol
 
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.model import RoundResult
 
 
 @dataclass(frozen=True)
@@ -56,24 +56,4 @@ class Driver(Protocol):
 
     def run(self, url: str, shape: LoadShape) -> RoundResult:
         """Measure ``url`` under ``shape``; raise DriverError when nothing could be measured."""
-        ...
-
-
-@dataclass
-class CommandOutcome:
-    """What running the driver command produced."""
-
-    returncode: int
-    stdout: str
-    stderr: str
-
-
-class CommandRunner(Protocol):
-    """Runs a driver command somewhere: on the host, or in a container on a topology network."""
-
-    #: Human description of where the command runs, for reports (e.g. ``host``).
-    where: str
-
-    def run(self, argv: list[str], timeout_s: float) -> CommandOutcome:
-        """Run ``argv`` (argv[0] is the driver binary name) and wait at most ``timeout_s``."""
         ...

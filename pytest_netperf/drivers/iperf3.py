@@ -20,10 +20,10 @@ from typing import Any, Optional
 from urllib.parse import urlsplit
 
 from pytest_netperf import defaults
-from pytest_netperf.drivers.base import CommandOutcome, CommandRunner, LoadShape
-from pytest_netperf.drivers.rust import LocalRunner
+from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import DriverError, DriverNotFoundError, NetperfError
-from pytest_netperf.measure.results import ClientHealth, LatencySummary, RoundResult, TransportStats
+from pytest_netperf.results.model import ClientHealth, LatencySummary, RoundResult, TransportStats
+from pytest_netperf.runtime.runners import CommandOutcome, CommandRunner, LocalRunner
 
 #: The program's name on PATH (host) or in the image (container).
 BINARY_NAME = "iperf3"

@@ -3,20 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
 from typing import Optional
 
-from pytest_netperf.drivers.base import CommandOutcome, CommandRunner, LoadShape
-from pytest_netperf.drivers.process_guard import driver_preexec
-from pytest_netperf.errors import DriverError, DriverNotFoundError
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.drivers.rust_json import round_from_driver_json
+from pytest_netperf.errors import DriverError
+from pytest_netperf.results.model import RoundResult
+from pytest_netperf.runtime.runners import BINARY_NAME, CommandOutcome, CommandRunner, LocalRunner
 
-#: Name of the binary on PATH (and argv[0] handed to runners).
-BINARY_NAME = "netperf-driver"
-#: Environment variable naming an explicit binary.
-BINARY_ENV = "NETPERF_DRIVER"
 #: Extra seconds a run may take beyond warmup + duration + timeout before it is killed.
 RUN_GRACE_S = 30.0
 
@@ -27,70 +21,6 @@ _EXIT_MEANINGS = {
     4: "was interrupted",
     5: "lost the target mid-round",
 }
-_INSTALL_HINT = (
-    "install it with `pip install -e .` (builds and installs the binary) or "
-    "`cargo build --release --manifest-path driver/Cargo.toml` and set NETPERF_DRIVER "
-    "to driver/target/release/netperf-driver"
-)
-
-
-def find_driver_binary() -> str:
-    """Path of the driver: ``$NETPERF_DRIVER`` if set, else ``netperf-driver`` on PATH."""
-    explicit = os.environ.get(BINARY_ENV)
-    if explicit:
-        if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
-            return explicit
-        raise DriverNotFoundError(f"{BINARY_ENV}={explicit!r} is not an executable file; {_INSTALL_HINT}")
-    found = shutil.which(BINARY_NAME)
-    if found:
-        return found
-    raise DriverNotFoundError(f"{BINARY_NAME} is not on PATH; {_INSTALL_HINT}")
-
-
-class LocalRunner:
-    """Runs the driver as a local subprocess; argv[0] is replaced by the binary path.
-
-    The driver gets SIGTERM (and stops its load within ~50 ms) when the thread that started
-    it dies, so a SIGKILLed test run leaves no driver sending load behind (Linux). With
-    ``cpus`` (a cpuset such as ``0-1``) it runs on those cores only, it and all its threads
-    (see :func:`~pytest_netperf.drivers.process_guard.driver_preexec`).
-    """
-
-    where = "host"
-
-    def __init__(self, binary: Optional[str] = None, cpus: Optional[str] = None) -> None:
-        self._binary = binary
-        #: The cores the driver runs on (a cpuset), or None for the cores of this process.
-        self.cpus = cpus
-
-    @property
-    def binary(self) -> str:
-        """The resolved binary (found lazily, so a container runner never needs one)."""
-        if self._binary is None:
-            self._binary = find_driver_binary()
-        return self._binary
-
-    def run(self, argv: list[str], timeout_s: float) -> CommandOutcome:
-        """Run ``argv`` with the local binary and wait at most ``timeout_s``."""
-        command = [self.binary, *argv[1:]]
-        try:
-            preexec = driver_preexec(self.cpus)
-        except ValueError as exc:
-            raise DriverError(f"{BINARY_NAME} on {self.where}: {exc}") from exc
-        try:
-            done = subprocess.run(
-                command,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-                check=False,
-                preexec_fn=preexec,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise DriverError(f"{BINARY_NAME} on {self.where} did not finish within {timeout_s:g}s") from exc
-        except OSError as exc:
-            raise DriverNotFoundError(f"cannot run {command[0]}: {exc}; {_INSTALL_HINT}") from exc
-        return CommandOutcome(done.returncode, done.stdout, done.stderr)
 
 
 def _seconds(value: float) -> str:
@@ -161,7 +91,7 @@ class RustDriver:
             raise DriverError(self._failure(outcome))
         try:
             doc = json.loads(outcome.stdout)
-            result = RoundResult.from_driver_json(doc)
+            result = round_from_driver_json(doc)
         except (ValueError, KeyError, TypeError) as exc:
             raise DriverError(f"{BINARY_NAME} on {self.runner.where} printed unusable JSON: {exc}") from exc
         return result

@@ -25,6 +25,8 @@ from docker.errors import APIError, ImageNotFound, NotFound
 from requests.exceptions import ConnectionError as RequestsConnectionError
 from requests.exceptions import ReadTimeout
 
+from pytest_netperf.engine import labels as L
+from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ImageMissingError
 from pytest_netperf.images.inputs import (
     DEFAULT_CONFIGS,
@@ -46,8 +48,6 @@ from pytest_netperf.images.layers import (
 )
 from pytest_netperf.images.locust_inputs import collect_locust_files, pinned_requirements, sources_digest
 from pytest_netperf.images.rootfs import ImageBuildError, default_recipe, rootfs_tarball
-from pytest_netperf.runtime import labels as L
-from pytest_netperf.runtime.client import docker_client
 
 ROLES: tuple[str, ...] = ("echo", "nginx", "haproxy", "envoy", "kong", "locust")
 OFFICIAL_IMAGES: dict[str, str] = {

@@ -16,17 +16,18 @@ from typing import Any, Callable, Mapping, Optional, Sequence
 from pytest_netperf import defaults
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
-from pytest_netperf.budget.metrics import ERROR_METRICS
+from pytest_netperf.budget.metrics import ERROR_METRICS, metric_value
 from pytest_netperf.drivers import driver_for_target
-from pytest_netperf.drivers.base import CommandRunner, Driver, LoadShape
+from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
-from pytest_netperf.measure.results import RoundResult
 from pytest_netperf.measure.system_costs import check_probes, closed_loop_note, run_with_costs, system_budgets
 from pytest_netperf.measure.targets import TargetLike, host_header, target_url
 from pytest_netperf.measure.validity import samples_problem, saturation_problem
 from pytest_netperf.measure.wire_counts import run_with_wire
 from pytest_netperf.report.failure import FailureContext, failure_text
+from pytest_netperf.results.model import RoundResult
+from pytest_netperf.runtime.runners import CommandRunner
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
 from pytest_netperf.verdict.error_control import alpha_for_look
@@ -69,7 +70,7 @@ class Series:
 
     def values(self, metric: str) -> list[float]:
         """Per-round values of ``metric``."""
-        return [r.metric(metric) for r in self.rounds]
+        return [metric_value(r, metric) for r in self.rounds]
 
 
 @dataclass

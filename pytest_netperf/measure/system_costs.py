@@ -15,9 +15,9 @@ from typing import Optional, Protocol
 
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
-from pytest_netperf.budget.metrics import Family
+from pytest_netperf.budget.metrics import Family, metric_value
 from pytest_netperf.errors import CgroupError, InvalidMeasurement, NetperfError
-from pytest_netperf.measure.results import RoundResult, SystemCosts
+from pytest_netperf.results.model import RoundResult, SystemCosts
 
 #: Families whose budgets are advised to be judged at a fixed rate below the knee.
 CPU_FAMILIES = (Family.CPU_TIME, Family.CORES)
@@ -135,7 +135,7 @@ def closed_loop_note(budget: Budget, rounds: Sequence[RoundResult]) -> Optional[
     cores = []
     for r in closed:
         try:
-            cores.append(r.metric("cpu[*]"))
+            cores.append(metric_value(r, "cpu[*]"))
         except KeyError:
             continue
     busy = f" (the system under test used {max(cores):.2f} cores)" if cores else ""

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Optional
 
 from pytest_netperf.budget import metrics
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.model import RoundResult
 
 
 def samples_needed(metric: str) -> int:

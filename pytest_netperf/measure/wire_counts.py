@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any, Optional
 
 from pytest_netperf.errors import NetperfError
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.model import RoundResult
 
 
 def run_with_wire(run: Callable[[], RoundResult], probe: Optional[Any], notes: list[str]) -> RoundResult:

@@ -26,13 +26,13 @@ from typing import Any
 import pytest
 from docker import errors as docker_errors
 
+from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
 from pytest_netperf.images.resolve import NodeImageMissingError, resolve_image
 from pytest_netperf.plugin.base_fixtures import BaseRevision
 from pytest_netperf.revision import BaseCheckout, changed_files
 from pytest_netperf.revision.diff import UNCHANGED
 from pytest_netperf.runtime.cleanup import clean_session, remove_stale
-from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology, TopologyStartError
 from pytest_netperf.runtime.host_ports import free_host_ports
 from pytest_netperf.runtime.l4_paths import L4Paths, core_pair

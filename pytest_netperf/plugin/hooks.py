@@ -16,7 +16,6 @@ from typing import Any, Callable, Generator, Iterator, Optional
 import pluggy
 import pytest
 
-import pytest_netperf
 from pytest_netperf.baseline.fingerprint import compare_fingerprints, machine_fingerprint
 from pytest_netperf.baseline.machine import CLASS_KEY, resolve_class
 from pytest_netperf.baseline.machine import machine_class as class_of
@@ -25,7 +24,6 @@ from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.drivers.locust.session import SessionPool
-from pytest_netperf.drivers.rust import LocalRunner
 from pytest_netperf.errors import BaselineError, BudgetSyntaxError, InvalidMeasurement, MarkerError, NetperfError
 from pytest_netperf.measure.gate import MISSING_BASELINE_NOTE, BudgetOutcome, DriverFactory, Gate, series_name
 from pytest_netperf.plugin import base_fixtures, compose_fixtures, docker_fixtures
@@ -36,6 +34,7 @@ from pytest_netperf.report.aa_control import noise_floor_note
 from pytest_netperf.report.failure import UPDATE_OPTION, FailureContext, reference_names
 from pytest_netperf.report.rows import invalid_rows, measurement_summary, row_for_outcome
 from pytest_netperf.report.session_report import HTML_NAME, SessionReport
+from pytest_netperf.runtime.runners import LocalRunner
 from pytest_netperf.settings import Settings, resolve_driver_cpus, strict_default
 from pytest_netperf.verdict.calibration import NoiseFloor, estimate_noise, load_noise, noise_path, save_noise
 from pytest_netperf.verdict.status import Status
@@ -49,7 +48,7 @@ STASH_BASELINE = pytest.StashKey[Baseline]()
 STASH_NOTES = pytest.StashKey[list[str]]()  # session notes of one test (files not written, …)
 STASH_PLOTS = pytest.StashKey[list[str]]()  # the PNG files written for one test
 
-_PACKAGE_DIR = Path(pytest_netperf.__file__).resolve().parent
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
 _PYTEST_DIR = Path(inspect.getfile(pytest.Item)).resolve().parent  # pytest's own code (_pytest/)
 _FRAMEWORK_DIRS = (_PYTEST_DIR, Path(inspect.getfile(pluggy)).resolve().parent)
 #: Under CI (and below -vv), the least time between two progress lines.

@@ -22,7 +22,7 @@ REPORT_SCHEMA_VERSION = 1
 def write_json(rows: Sequence[Any], results_by_test: Mapping[str, Any], path: Path) -> Path:
     """Write the machine-readable report: schema_version, summary, rows, and the
     per-round results by test (RoundResult objects or JSON-ready dicts)."""
-    from pytest_netperf import __version__
+    from pytest_netperf.version import __version__
 
     doc = {
         "schema_version": REPORT_SCHEMA_VERSION,

@@ -25,8 +25,8 @@ from typing import Any, Mapping, Optional, Sequence
 
 from pytest_netperf.budget import metrics as registry
 from pytest_netperf.budget.grammar import Budget
-from pytest_netperf.budget.metrics import Family
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.budget.metrics import Family, metric_value
+from pytest_netperf.results.model import RoundResult
 
 #: How each family is drawn: factor from canonical units and the axis unit.
 _AXIS = {
@@ -194,7 +194,7 @@ def _plot_by_number(
         match = pattern.match(name)
         if match and rounds:
             label = match.group(2) or "default"
-            groups.setdefault(label, []).append((int(match.group(1)), [r.metric(metric) for r in rounds]))
+            groups.setdefault(label, []).append((int(match.group(1)), [metric_value(r, metric) for r in rounds]))
     if sum(len(points) for points in groups.values()) < 2:
         return None
     scale, unit = _scale(metric)
@@ -251,7 +251,7 @@ def _values(rounds: Sequence[RoundResult], metric: str) -> list[float]:
     out = []
     for r in rounds:
         try:
-            out.append(r.metric(metric))
+            out.append(metric_value(r, metric))
         except KeyError:
             out.append(math.nan)
     return out
@@ -272,7 +272,7 @@ def merge_latency_histograms(rounds: Sequence[RoundResult]) -> Optional[Any]:
 
 
 def _decode(encoded: str) -> Any:
-    from pytest_netperf.measure.histogram import decode_histogram
+    from pytest_netperf.results.histogram import decode_histogram
 
     return decode_histogram(encoded)
 

@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pytest_netperf.budget.metrics import format_bytes, format_duration_ns
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.model import RoundResult
 
 #: The name of the fact that carries the per-node summary into every report.
 SYSTEM_FACT = "system under test (median per round)"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from pytest_netperf.budget.metrics import format_bytes, format_duration_ns, format_packet_rate
-from pytest_netperf.measure.results import RoundResult, TransportStats
+from pytest_netperf.results.model import RoundResult, TransportStats
 
 #: The name of the fact that carries the L4 summary into every report.
 TRANSPORT_FACT = "L4 (median per round)"

@@ -4,7 +4,7 @@ Why ``git archive`` rather than ``git worktree add --detach``: a worktree regist
 in the user's repository (``.git/worktrees/…``, a lock on the commit); a crash leaves that
 metadata behind for ``git worktree prune`` to clean, and two sessions at once contend for it.
 An archive writes nothing into the repository: the folder is all there is, and the session
-cleanup removes it even after a crash (:func:`~pytest_netperf.runtime.cleanup.session_folder`).
+cleanup removes it even after a crash (:func:`~pytest_netperf.engine.session_folders.session_folder`).
 
 What is not materialised: submodules (their folders stay empty) and Git LFS content (files
 keep their pointer text, ``GIT_LFS_SKIP_SMUDGE=1``). ``.gitattributes`` rules that ``git
@@ -20,10 +20,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO, Any
 
+from pytest_netperf.engine.session_folders import session_folder
 from pytest_netperf.errors import RevisionError
 from pytest_netperf.revision.git import ResolvedRef, repo_root, resolve, stream_git
 from pytest_netperf.revision.paths import repo_relative
-from pytest_netperf.runtime.cleanup import session_folder
 
 #: Seconds ``git archive`` (and unpacking what it streams) may take.
 ARCHIVE_TIMEOUT_S = 120.0

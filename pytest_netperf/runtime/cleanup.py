@@ -14,13 +14,10 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 import socket
-import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from docker import DockerClient
 from docker.errors import APIError, NotFound
@@ -29,13 +26,11 @@ from docker.models.images import Image
 from docker.models.networks import Network
 from docker.models.volumes import Volume
 
-from pytest_netperf.runtime import labels as L
-from pytest_netperf.runtime.client import docker_client
+from pytest_netperf.engine import labels as L
+from pytest_netperf.engine.client import docker_client
+from pytest_netperf.engine.session_folders import remove_session_folders
 
 Say = Callable[[str], None]
-#: A session's working folders (a Compose stack's override file) are named ``netperf-<session>-…``
-#: in the temporary directory and hold this file, whose text is the session id.
-FOLDER_MARKER = ".pytest-netperf-session"
 
 
 @dataclass(frozen=True)
@@ -147,44 +142,13 @@ def clean(
     return result
 
 
-def clean_all(verbose: bool = False, client: DockerClient | None = None) -> int:
-    """Remove every container, network, volume and image carrying our labels (live sessions' too);
-    return how many."""
-    return len(clean(client, everything=True, say=print if verbose else None))
-
-
 def clean_session(session_id: str, client: DockerClient | None = None) -> int:
     """Remove the containers, networks, volumes and images of one session (and its working
-    folders, :func:`session_folder`); return how many Docker resources went."""
+    folders, :func:`~pytest_netperf.engine.session_folders.session_folder`); return how many Docker resources went."""
     try:
         return len(_remove_matching(client or docker_client(), L.ours_filter(session_id), _always("session end")))
     finally:
         remove_session_folders(session_id)
-
-
-def session_folder(session_id: str, name: str) -> Path:
-    """A new working folder ``netperf-<session>-<name>-…`` in the temporary directory, marked as
-    the session's, so that the session's cleanup (signals and crashes included) removes it."""
-    folder = Path(tempfile.mkdtemp(prefix=f"netperf-{session_id}-{name}-"))
-    (folder / FOLDER_MARKER).write_text(session_id)
-    return folder
-
-
-def remove_session_folders(session_id: str) -> int:
-    """Remove the working folders of ``session_id`` (only folders carrying its marker); return how many."""
-    removed = 0
-    if not session_id or session_id == "?":
-        return removed
-    for folder in Path(tempfile.gettempdir()).glob(f"netperf-{session_id}-*"):
-        marker = folder / FOLDER_MARKER
-        try:
-            if not folder.is_dir() or folder.is_symlink() or marker.read_text() != session_id:
-                continue
-        except OSError:
-            continue
-        shutil.rmtree(folder, ignore_errors=True)
-        removed += 1
-    return removed
 
 
 def clean_network(network: str, client: DockerClient) -> int:

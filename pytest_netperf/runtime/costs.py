@@ -18,7 +18,7 @@ from typing import Any
 
 from docker.errors import APIError, NotFound
 
-from pytest_netperf.measure.results import NodeCosts, SystemCosts
+from pytest_netperf.results.model import NodeCosts, SystemCosts
 from pytest_netperf.runtime.cgroups import (
     CgroupError,
     CgroupFiles,

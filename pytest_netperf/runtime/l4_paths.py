@@ -24,9 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Optional
 
-from pytest_netperf.drivers.rust import LocalRunner
 from pytest_netperf.runtime.docker import Endpoint, RunningTopology
-from pytest_netperf.runtime.runners import ContainerRunner
+from pytest_netperf.runtime.runners import ContainerRunner, LocalRunner
 
 #: The fact every L4 row carries, naming its path.
 PATH_FACT = "path"

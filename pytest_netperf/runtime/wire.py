@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_netperf.measure.results import WireCounters
+from pytest_netperf.results.model import WireCounters
 from pytest_netperf.runtime.cgroups import CgroupError, interface_counters
 
 #: Returns the pid whose network namespace holds the interface (the server's main process).

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pytest_netperf.runtime.resources import Resources
 from pytest_netperf.topology.model import Node, Target, Topology
+from pytest_netperf.topology.resources import Resources
 
 ECHO_PORT = 8080
 GATEWAY_PORT = 8000

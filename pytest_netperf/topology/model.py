@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_netperf.runtime.resources import Resources
+from pytest_netperf.topology.resources import Resources
 
 NodeKind = Literal["echo", "nginx", "kong", "envoy", "haproxy", "iperf3", "container"]
 NODE_KINDS: tuple[str, ...] = ("echo", "nginx", "kong", "envoy", "haproxy", "iperf3", "container")

@@ -23,9 +23,9 @@ from pytest_netperf import defaults
 from pytest_netperf.atomic_file import write_text_atomic
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget, coerce_budget
-from pytest_netperf.budget.metrics import format_duration_ns
+from pytest_netperf.budget.metrics import format_duration_ns, metric_value
 from pytest_netperf.errors import BaselineError
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.model import RoundResult
 from pytest_netperf.verdict.error_control import alpha_for_look
 
 NOISE_VERSION = 1
@@ -144,7 +144,7 @@ def _metric_table(rounds: RoundsInput, metrics: Sequence[str]) -> dict[str, np.n
     table: dict[str, np.ndarray] = {}
     for name in metrics:
         try:
-            table[name] = np.asarray([r.metric(name) for r in rounds], dtype=float)
+            table[name] = np.asarray([metric_value(r, name) for r in rounds], dtype=float)
         except KeyError:
             continue
     return table

@@ -10,10 +10,10 @@ from urllib.parse import urlsplit
 import pytest
 from docker import DockerClient
 
-from pytest_netperf.drivers.base import CommandRunner
+from pytest_netperf.engine import labels as L
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.images.inputs import driver_binary
-from pytest_netperf.runtime import labels as L
+from pytest_netperf.runtime.runners import CommandRunner
 
 #: A tiny bounded load: 2 connections, 0.2 s warmup, 0.5 s measured.
 SHORT_LOAD = ["-c", "2", "-w", "200ms", "-d", "500ms", "--timeout", "2s", "--json"]
@@ -71,9 +71,9 @@ def session_leftovers(client: DockerClient, session_id: str) -> list[str]:
 def skip_without_compose_stack_parts() -> None:
     """Skip (with the reason) unless Docker, a Compose implementation and the local echo and
     nginx images are all here: what a gate over the team_gateway example needs."""
+    from pytest_netperf.engine.client import docker_client
     from pytest_netperf.errors import ComposeUnavailable
     from pytest_netperf.images.resolve import LOCAL_IMAGES
-    from pytest_netperf.runtime.client import docker_client
     from pytest_netperf.runtime.compose.cli import find_compose
 
     try:
@@ -88,9 +88,9 @@ def skip_without_compose_stack_parts() -> None:
 
 def skip_without_images(*roles: str) -> None:
     """Skip (with the reason) unless Docker runs and the images of ``roles`` resolve."""
+    from pytest_netperf.engine.client import docker_client
     from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
     from pytest_netperf.images.resolve import resolve_image
-    from pytest_netperf.runtime.client import docker_client
 
     try:
         client = docker_client()

@@ -22,8 +22,9 @@ from pytest_netperf.baseline.fingerprint import machine_fingerprint
 from pytest_netperf.baseline.machine import resolve_class
 from pytest_netperf.baseline.store import Baseline, BaselineStore, SeriesRecord
 from pytest_netperf.cli.main import main
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.drivers.rust_json import round_from_driver_json
 from pytest_netperf.report.plots import plot_rounds
+from pytest_netperf.results.model import RoundResult
 
 REPO_DRIVER = Path(__file__).resolve().parents[2] / "driver" / "target" / "release" / "netperf-driver"
 TEST_ID = "tests/integration/test_x.py::test_echo[rate200]"
@@ -92,7 +93,7 @@ def measure(driver: Path, url: str) -> RoundResult:
     ]
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 0, proc.stderr
-    return RoundResult.from_driver_json(json.loads(proc.stdout))
+    return round_from_driver_json(json.loads(proc.stdout))
 
 
 @pytest.fixture(scope="module")

@@ -21,10 +21,10 @@ from pathlib import Path
 import pytest
 from docker import DockerClient
 
+from pytest_netperf.engine import labels as L
+from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ComposeUnavailable, RuntimeUnavailable
-from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_session
-from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.compose.cli import find_compose
 
 pytestmark = pytest.mark.docker

@@ -22,6 +22,7 @@ import pytest
 from docker import DockerClient
 from docker_helpers import get, run_driver
 
+from pytest_netperf.engine import labels as L
 from pytest_netperf.errors import (
     ComposeFileError,
     ComposeStartError,
@@ -29,7 +30,6 @@ from pytest_netperf.errors import (
     ComposeUsageError,
     ImageMissingError,
 )
-from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.compose.cli import ComposeCli, find_compose
 from pytest_netperf.runtime.compose.stack import ComposeLauncher, ComposeStack, StackSpec

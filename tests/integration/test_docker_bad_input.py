@@ -25,17 +25,17 @@ from docker_helpers import get, leftovers
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.rust import RustDriver
+from pytest_netperf.engine import labels as L
+from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import DriverError, InvalidMeasurement, RuntimeUnavailable
 from pytest_netperf.images import inputs, resolve
 from pytest_netperf.images.inputs import driver_binary
 from pytest_netperf.images.layers import image_id
 from pytest_netperf.images.rootfs import ImageBuildError
 from pytest_netperf.measure.gate import Gate, GateSettings
-from pytest_netperf.measure.results import RoundResult
 from pytest_netperf.measure.targets import with_query
-from pytest_netperf.runtime import labels as L
+from pytest_netperf.results.model import RoundResult
 from pytest_netperf.runtime.cleanup import clean_network
-from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology, TopologyGuard
 from pytest_netperf.topology import builders
 

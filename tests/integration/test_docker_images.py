@@ -10,6 +10,7 @@ from docker import DockerClient
 from docker_helpers import get
 
 from pytest_netperf import Node, Target, Topology
+from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
 from pytest_netperf.images.layers import LABEL_INPUTS, image_id
 from pytest_netperf.images.resolve import (
@@ -21,7 +22,6 @@ from pytest_netperf.images.resolve import (
     image_report,
     resolve_image,
 )
-from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.docker import RunningTopology
 
 pytestmark = pytest.mark.docker

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 from docker_helpers import get, run_driver, session_leftovers
 
-from pytest_netperf.runtime import labels as L
+from pytest_netperf.engine import labels as L
 from pytest_netperf.runtime.docker import ROLE_CAPABILITIES, DockerRuntime, RunningTopology
 from pytest_netperf.topology import builders
 

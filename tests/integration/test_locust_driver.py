@@ -25,8 +25,8 @@ from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.locust.driver import LocustDriver, LocustNotInstalled
 from pytest_netperf.drivers.locust.processes import ProcessGroups
 from pytest_netperf.errors import DriverError
-from pytest_netperf.measure.histogram import decode_histogram
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.histogram import decode_histogram
+from pytest_netperf.results.model import RoundResult
 
 REPO = Path(__file__).resolve().parents[2]
 SHORT = dict(warmup_s=0.3, duration_s=1.5, interval_s=0.5)

@@ -22,8 +22,8 @@ import psutil
 import pytest
 from docker_helpers import session_leftovers, skip_without_images
 
+from pytest_netperf.engine import labels as L
 from pytest_netperf.images.resolve import LOCAL_IMAGES
-from pytest_netperf.runtime import labels as L
 
 pytestmark = pytest.mark.docker
 if importlib.util.find_spec("locust") is None:  # pragma: no cover - depends on the machine
@@ -51,7 +51,7 @@ class Setup:
     """The network, the nginx target and the two worker containers of one test."""
 
     def __init__(self) -> None:
-        from pytest_netperf.runtime.client import docker_client
+        from pytest_netperf.engine.client import docker_client
 
         self.client = docker_client()
         self.session = f"locust-remote-{uuid.uuid4().hex[:8]}"

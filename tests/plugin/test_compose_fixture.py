@@ -13,11 +13,11 @@ import textwrap
 
 import pytest
 
+from pytest_netperf.engine import labels as L
+from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ComposeUnavailable, NetperfError
 from pytest_netperf.images.resolve import LOCAL_IMAGES
-from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean_session
-from pytest_netperf.runtime.client import docker_client
 from pytest_netperf.runtime.compose.cli import find_compose
 
 pytestmark = pytest.mark.docker

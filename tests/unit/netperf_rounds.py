@@ -13,7 +13,7 @@ import statistics
 
 from hdrh.histogram import HdrHistogram
 
-from pytest_netperf.measure.results import ClientHealth, LatencySummary, RoundResult
+from pytest_netperf.results.model import ClientHealth, LatencySummary, RoundResult
 
 
 def latency_summary(median_ns: float, samples: int = 500, seed: int = 1) -> LatencySummary:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_netperf.engine.session_folders import FOLDER_MARKER, remove_session_folders
 from pytest_netperf.errors import NetperfError, RevisionError
 from pytest_netperf.revision import (
     BaseCheckout,
@@ -28,7 +29,6 @@ from pytest_netperf.revision import (
     unchanged,
 )
 from pytest_netperf.revision.git import SHALLOW_HINT, fetch_hint, run_git, stream_git
-from pytest_netperf.runtime.cleanup import FOLDER_MARKER, remove_session_folders
 
 COMPOSE = """\
 services:

@@ -16,7 +16,7 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.cli import baseline as cli_baseline
 from pytest_netperf.cli.main import main
 from pytest_netperf.errors import BaselineError
-from pytest_netperf.measure.results import Interval
+from pytest_netperf.results.model import Interval
 
 TEST_ID = "tests/test_gw.py::test_overhead[kong-c100]"
 FINGERPRINT = {
@@ -207,7 +207,7 @@ def test_any_wrong_value_anywhere_is_a_baseline_error_or_a_usable_baseline(
                 for record in loaded.series.values():
                     for r in record.rounds:
                         for name in metrics.stored_names():  # (p75 and p95 decode the histogram: slow)
-                            assert isinstance(r.metric(name), (float, int)), (path, value, name)
+                            assert isinstance(metrics.metric_value(r, name), (float, int)), (path, value, name)
             for command in (cli_baseline.show, cli_baseline.diff):
                 assert command(store, None, out=lambda _line: None) in (0, 1), (path, value)
             checked += 1

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from pytest_netperf.errors import BaselineError
-from pytest_netperf.measure.results import LatencySummary, RoundResult
+from pytest_netperf.results.model import LatencySummary, RoundResult
 from pytest_netperf.verdict.calibration import (
     NOISE_FILE_NAME,
     MetricNoise,

@@ -14,8 +14,9 @@ from typing import Any
 import pytest
 
 from pytest_netperf.cli.main import main
+from pytest_netperf.engine import labels as L
+from pytest_netperf.engine import session_folders
 from pytest_netperf.runtime import cleanup
-from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import clean, staleness
 
 
@@ -202,26 +203,29 @@ def test_volumes_and_images_of_crashed_sessions_go_after_their_containers(
 def test_session_folders_go_with_their_session_and_only_marked_ones(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cleanup.tempfile, "tempdir", str(tmp_path))
-    mine = cleanup.session_folder("sess0001", "team-1")
+    monkeypatch.setattr(session_folders.tempfile, "tempdir", str(tmp_path))
+    mine = session_folders.session_folder("sess0001", "team-1")
     (mine / "netperf-override.yml").write_text("services: {}\n")
-    other = cleanup.session_folder("sess0002", "team-1")
+    other = session_folders.session_folder("sess0002", "team-1")
     unmarked = tmp_path / "netperf-sess0001-not-ours"
     unmarked.mkdir()
     forged = tmp_path / "netperf-sess0001-forged"
     forged.mkdir()
-    (forged / cleanup.FOLDER_MARKER).write_text("sess0002")
+    (forged / session_folders.FOLDER_MARKER).write_text("sess0002")
     assert mine.name.startswith("netperf-sess0001-team-1-") and mine.parent == tmp_path
-    assert cleanup.remove_session_folders("sess0001") == 1
+    assert session_folders.remove_session_folders("sess0001") == 1
     assert not mine.exists() and other.exists() and unmarked.exists() and forged.exists()
-    assert cleanup.remove_session_folders("?") == 0
+    assert session_folders.remove_session_folders("?") == 0
 
 
 def test_clean_removes_the_folders_of_the_sessions_it_removed(
     fake: FakeClient, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(cleanup.tempfile, "tempdir", str(tmp_path))
-    dead, live = cleanup.session_folder("dead0002", "stack-1"), cleanup.session_folder("live0001", "stack-1")
+    monkeypatch.setattr(session_folders.tempfile, "tempdir", str(tmp_path))
+    dead, live = (
+        session_folders.session_folder("dead0002", "stack-1"),
+        session_folders.session_folder("live0001", "stack-1"),
+    )
     clean(dry_run=True)
     assert dead.exists()
     clean()

@@ -11,10 +11,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_netperf.engine import labels as L
 from pytest_netperf.errors import ComposeFileError, ComposeUsageError
-from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.compose import project as P
-from pytest_netperf.runtime.resources import CoreSplit, Resources
+from pytest_netperf.runtime.resources import CoreSplit
+from pytest_netperf.topology.resources import Resources
 
 LABELS = L.resource_labels("abcd1234", "netperf-abcd1234-main-team-1", "netperf-abcd1234-main-team-1")
 PROJECT = "netperf-abcd1234-main-team-1"

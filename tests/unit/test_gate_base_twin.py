@@ -17,7 +17,7 @@ from netperf_rounds import make_round
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.measure.gate import Gate, GateSettings
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.model import RoundResult
 from pytest_netperf.verdict.status import Status
 
 HEAD, BASE, APP = "http://10.0.0.2/", "http://10.0.1.2/", "http://10.0.0.3/"

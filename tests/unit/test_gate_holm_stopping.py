@@ -11,7 +11,7 @@ from netperf_rounds import make_round
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.measure.gate import Gate, GateSettings
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.model import RoundResult
 from pytest_netperf.verdict.status import Status
 
 BUDGETS = ["rps >= 0.9x reference", "rps_loss <= 10%", "p99 <= 1.5x reference"]

@@ -12,7 +12,7 @@ from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import InvalidMeasurement
 from pytest_netperf.measure.gate import Gate, GateSettings
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.model import RoundResult
 from pytest_netperf.verdict.status import Status
 
 

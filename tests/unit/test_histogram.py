@@ -1,4 +1,4 @@
-"""pytest_netperf.measure.histogram: decoding the driver's encoding, percentiles."""
+"""pytest_netperf.results.histogram: decoding the driver's encoding, percentiles."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from pytest_netperf.measure.histogram import (
+from pytest_netperf.results.histogram import (
     decode_histogram,
     encode_histogram,
     new_histogram,

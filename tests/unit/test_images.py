@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_netperf.engine import labels as L
 from pytest_netperf.images import inputs
 from pytest_netperf.images.apt_sources import (
     AptSource,
@@ -28,7 +29,6 @@ from pytest_netperf.images.inputs import (
 )
 from pytest_netperf.images.resolve import _missing_reason, _override, role_inputs_digest
 from pytest_netperf.images.rootfs import ImageBuildError, RootfsRecipe
-from pytest_netperf.runtime import labels as L
 from pytest_netperf.runtime.cleanup import _is_stale, pid_alive
 
 DEB822 = """\

@@ -10,8 +10,8 @@ from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.iperf3 import Iperf3Error, build_argv, parse_target, round_from_json
 from pytest_netperf.errors import DriverError, NetperfError
-from pytest_netperf.measure.results import RoundResult
 from pytest_netperf.measure.validity import samples_problem
+from pytest_netperf.results.model import RoundResult
 
 DATA = Path(__file__).parent / "data" / "iperf3"
 
@@ -25,15 +25,15 @@ def test_tcp_document_gives_throughput_and_no_udp_metrics():
     doc = recorded("tcp_p4")["end"]
     assert r.driver == "iperf3" and r.mode == "closed"
     assert r.transport.protocol == "tcp" and r.transport.streams == 4
-    assert r.metric("gbps") == pytest.approx(doc["sum_received"]["bits_per_second"] / 1e9)
+    assert metrics.metric_value(r, "gbps") == pytest.approx(doc["sum_received"]["bits_per_second"] / 1e9)
     assert r.transport.retransmits == doc["sum_sent"]["retransmits"]
     assert r.client.cpu_util == pytest.approx(doc["cpu_utilization_percent"]["host_total"] / 100)
     assert not r.client.saturated, "a TCP stream is bounded by something; that is what it measures"
     for udp_only in ("loss", "jitter"):
         with pytest.raises(metrics.MetricUnavailable, match="UDP"):
-            r.metric(udp_only)
+            metrics.metric_value(r, udp_only)
     with pytest.raises(metrics.MetricUnavailable, match="interface counters"):
-        r.metric("pps")
+        metrics.metric_value(r, "pps")
     assert samples_problem([r], "gbps") is None
 
 
@@ -44,9 +44,10 @@ def test_udp_document_gives_packet_rate_loss_and_jitter():
     assert r.transport.payload_bytes == 16
     assert r.transport.packets_sent == doc["end"]["sum_sent"]["packets"]
     expected_pps = (received["packets"] - received["lost_packets"]) / received["seconds"]
-    assert r.metric("pps") == pytest.approx(expected_pps)
-    assert r.metric("loss") == pytest.approx(received["lost_packets"] / doc["end"]["sum_sent"]["packets"])
-    assert r.metric("jitter") == pytest.approx(received["jitter_ms"] * 1e6)
+    assert metrics.metric_value(r, "pps") == pytest.approx(expected_pps)
+    sent = doc["end"]["sum_sent"]["packets"]
+    assert metrics.metric_value(r, "loss") == pytest.approx(received["lost_packets"] / sent)
+    assert metrics.metric_value(r, "jitter") == pytest.approx(received["jitter_ms"] * 1e6)
     assert r.client.achieved_ratio == pytest.approx(1.0, abs=0.01)
     assert not r.client.saturated
 
@@ -82,7 +83,7 @@ def test_a_round_that_moved_nothing_is_an_error_not_a_zero(name, part, field, me
 def test_round_trips_through_dict():
     r = round_from_json(recorded("udp_16"), "iperf3://h:5201", requested_pps=50_000)
     again = RoundResult.from_dict(json.loads(json.dumps(r.to_dict())))
-    assert again.metric("pps") == r.metric("pps") and again.transport == r.transport
+    assert metrics.metric_value(again, "pps") == metrics.metric_value(r, "pps") and again.transport == r.transport
 
 
 def test_argv_for_tcp_and_udp():
@@ -139,7 +140,7 @@ def test_loss_is_pooled_over_the_datagrams_of_every_round():
         doc["end"]["sum_received"]["packets"] = 100_000
         doc["end"]["sum_received"]["lost_packets"] = lost
         rounds.append(round_from_json(doc, "iperf3://h", requested_pps=50_000))
-    values = [r.metric("loss") for r in rounds]
+    values = [metrics.metric_value(r, "loss") for r in rounds]
     verdict = stats.evaluate(Budget.parse("loss <= 2%"), values, attempts=_weights("loss", rounds))
     assert verdict.estimate == pytest.approx(0.0125)
     assert verdict.status.value == "PASS"

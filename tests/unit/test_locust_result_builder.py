@@ -13,7 +13,7 @@ from pytest_netperf.drivers.locust.result_builder import (
     build_round_result,
 )
 from pytest_netperf.errors import DriverError
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.model import RoundResult
 
 
 class ManualClock:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pytest_netperf.drivers.locust.in_locust.window_recorder import WindowRecorder, merge_payloads, ms_to_ns
-from pytest_netperf.measure.histogram import HIGHEST_NS, decode_histogram, new_histogram
+from pytest_netperf.results.histogram import HIGHEST_NS, decode_histogram, new_histogram
 
 
 class ManualClock:

@@ -9,12 +9,12 @@ import pytest
 from netperf_rounds import make_rounds
 
 from pytest_netperf.budget.metrics import format_metric as format_value
-from pytest_netperf.measure.results import RoundResult
 from pytest_netperf.report.json_report import write_json
 from pytest_netperf.report.markdown import append_github_step_summary, markdown, write_markdown
 from pytest_netperf.report.plots import plot_latency_by_depth, plot_rounds, write_plots
 from pytest_netperf.report.rows import ReportRow, overall_verdict, summary_line
 from pytest_netperf.report.terminal import shorten_test_id, terminal_table
+from pytest_netperf.results.model import RoundResult
 
 GW = "tests/scenarios/gateway/test_gateway_overhead.py::test_overhead[kong-c100]"
 NEW_NOTE = "no stored baseline: recorded as NEW (update with --netperf-update-baseline)"
@@ -254,8 +254,8 @@ def test_depth_plot_needs_depth_series(tmp_path: Path) -> None:
 
 def test_write_plots_writes_every_applicable_plot(tmp_path: Path) -> None:
     pytest.importorskip(
-        "pytest_netperf.measure.histogram",
-        reason="pytest_netperf.measure.histogram (decode_histogram) is not there yet",
+        "pytest_netperf.results.histogram",
+        reason="pytest_netperf.results.histogram (decode_histogram) is not there yet",
     )
     series = {f"hops={d}/candidate": make_rounds(3, median_ns=500_000 * (d + 1), seed=d) for d in (0, 3)}
     paths = write_plots(tmp_path / "report", GW, series)

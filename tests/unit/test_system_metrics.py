@@ -14,7 +14,7 @@ from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import BudgetSyntaxError, CgroupError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.gate import Gate, GateSettings
-from pytest_netperf.measure.results import NodeCosts, RoundResult, SystemCosts
+from pytest_netperf.results.model import NodeCosts, RoundResult, SystemCosts
 from pytest_netperf.verdict.status import Status
 
 MIB = 2**20
@@ -81,21 +81,22 @@ def test_bad_system_budgets_say_what_is_wrong(text: str, says: str) -> None:
 # ----- extraction ----------------------------------------------------------------------
 def test_values_per_scope() -> None:
     r = replace(make_round(rps=1000.0), system=costs(edge_cpu_ns=40_000_000))
-    assert r.metric("cpu_per_request[edge]") == pytest.approx(40_000)  # 40 ms over 1000 responses
-    assert r.metric("cpu_per_request[envoy-*]") == pytest.approx(5_000)
-    assert r.metric("cpu_per_request[*]") == pytest.approx(46_000)
-    assert r.metric("cpu[edge]") == pytest.approx(0.04)  # 40 us per response at 1000 rps
-    assert r.metric("mem[envoy-*]") == 50 * MIB and r.metric("mem_peak[edge,app]") == 17 * MIB
+    assert metrics.metric_value(r, "cpu_per_request[edge]") == pytest.approx(40_000)  # 40 ms over 1000 responses
+    assert metrics.metric_value(r, "cpu_per_request[envoy-*]") == pytest.approx(5_000)
+    assert metrics.metric_value(r, "cpu_per_request[*]") == pytest.approx(46_000)
+    assert metrics.metric_value(r, "cpu[edge]") == pytest.approx(0.04)  # 40 us per response at 1000 rps
+    assert metrics.metric_value(r, "mem[envoy-*]") == 50 * MIB
+    assert metrics.metric_value(r, "mem_peak[edge,app]") == 17 * MIB
     assert metrics.format_metric("mem[edge]", 10 * MIB) == "10MiB"
     assert metrics.format_metric("cpu_per_request[edge]", 40_000) == "40us"
 
 
 def test_a_round_without_costs_or_a_scope_without_nodes_is_unavailable_not_zero() -> None:
     with pytest.raises(metrics.MetricUnavailable, match="no system-under-test costs"):
-        make_round().metric("cpu[*]")
+        metrics.metric_value(make_round(), "cpu[*]")
     r = replace(make_round(), system=costs(1))
     with pytest.raises(metrics.MetricUnavailable, match="no node matches; the nodes are edge, envoy-1"):
-        r.metric("cpu[gateway]")
+        metrics.metric_value(r, "cpu[gateway]")
 
 
 def test_costs_survive_the_round_trip_through_json() -> None:

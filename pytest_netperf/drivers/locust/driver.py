@@ -30,7 +30,7 @@ from pytest_netperf.drivers.locust.processes import LocustProcess, ProcessGroups
 from pytest_netperf.drivers.locust.result_builder import RunContext, build_round_result
 from pytest_netperf.drivers.locust.session import LocustSession, SessionSpec
 from pytest_netperf.errors import DriverError, DriverNotFoundError
-from pytest_netperf.measure.results import RoundResult
+from pytest_netperf.results.model import RoundResult
 
 #: Seconds allowed on top of warmup + duration for start-up, spawning and reporting.
 STARTUP_ALLOWANCE_S = 30.0

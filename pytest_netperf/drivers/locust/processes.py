@@ -25,7 +25,7 @@ from typing import IO, Callable, Mapping, Optional, Sequence
 
 import psutil
 
-from pytest_netperf.drivers.process_guard import driver_preexec
+from pytest_netperf.runtime.process_guard import driver_preexec
 
 
 @dataclass
@@ -57,10 +57,6 @@ class LocustProcess:
     def stderr_text(self) -> str:
         """Everything written to stderr so far."""
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
-
-    def stdout_text(self) -> str:
-        """Everything written to stdout so far."""
-        return self.stdout_path.read_text(encoding="utf-8", errors="replace")
 
     def signal_group(self, signum: int) -> None:
         """Signal the process group, as long as this process is unreaped (its id is ours)."""

@@ -11,8 +11,8 @@ from typing import Any, Mapping, Optional
 from pytest_netperf import defaults
 from pytest_netperf.drivers.locust import OUTPUT_SCHEMA
 from pytest_netperf.errors import DriverError
-from pytest_netperf.measure.histogram import decode_histogram, percentile_ns, summarize
-from pytest_netperf.measure.results import ClientHealth, Interval, LatencySummary, RoundResult
+from pytest_netperf.results.histogram import decode_histogram, percentile_ns, summarize
+from pytest_netperf.results.model import ClientHealth, Interval, LatencySummary, RoundResult
 
 #: A Locust process using more than this share of one core during the window is saturated
 #: (Locust runs each process on one core; the same 90% Locust itself warns at).

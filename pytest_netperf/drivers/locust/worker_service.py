@@ -23,8 +23,7 @@ from typing import Callable, Optional
 
 from pytest_netperf import defaults
 from pytest_netperf.drivers.locust import DEFAULT_USER_FILE, LISTENER_FILE
-from pytest_netperf.drivers.process_guard import die_with_parent
-from pytest_netperf.settings import parse_host_port
+from pytest_netperf.runtime.process_guard import die_with_parent
 
 #: The environment variable the image's default command reads the master address from.
 MASTER_ENV = "NETPERF_LOCUST_MASTER"
@@ -63,7 +62,11 @@ class WorkerConfig:
 
 def parse_master(text: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[v6]:PORT`` too) -> (host, port); ValueError naming the problem."""
-    return parse_host_port(text)
+    host, sep, port = str(text).strip().rpartition(":")
+    host = host.strip("[]")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"expected BIND:PORT such as 0.0.0.0:{defaults.LOCUST_MASTER_PORT}, got {text!r}")
+    return host, int(port)
 
 
 class WorkerService:

@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_netperf.drivers.process_guard import die_with_parent
 from pytest_netperf.errors import ComposeError, ComposeUnavailable
+from pytest_netperf.runtime.process_guard import die_with_parent
 
 #: The environment variable that names the Compose command line to use.
 ENV_VAR = "NETPERF_COMPOSE"

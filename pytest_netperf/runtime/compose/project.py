@@ -14,10 +14,11 @@ from typing import Any
 
 import yaml
 
+from pytest_netperf.engine import labels as L
 from pytest_netperf.errors import ComposeFileError, ComposeUsageError
 from pytest_netperf.images.resolve import LOCAL_IMAGES, map_image
-from pytest_netperf.runtime import labels as L
-from pytest_netperf.runtime.resources import CoreSplit, Resources, memory_bytes
+from pytest_netperf.runtime.resources import CoreSplit
+from pytest_netperf.topology.resources import Resources, memory_bytes
 
 #: File stems that say nothing about the stack: the folder's name is used instead.
 GENERIC_STEMS = frozenset({"docker-compose", "compose", "docker-compose.override", "compose.override"})

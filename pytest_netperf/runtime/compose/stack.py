@@ -23,6 +23,8 @@ from docker import DockerClient
 from docker.errors import APIError, ImageNotFound, NotFound
 from docker.models.containers import Container
 
+from pytest_netperf.engine import labels as L
+from pytest_netperf.engine.session_folders import session_folder
 from pytest_netperf.errors import (
     ComposeError,
     ComposeFileError,
@@ -32,15 +34,15 @@ from pytest_netperf.errors import (
 )
 from pytest_netperf.images.resolve import pulling_enabled
 from pytest_netperf.revision.diff import CHANGES_FACT
-from pytest_netperf.runtime import labels as L
-from pytest_netperf.runtime.cleanup import clean_network, session_folder
+from pytest_netperf.runtime.cleanup import clean_network
 from pytest_netperf.runtime.compose import project as P
 from pytest_netperf.runtime.compose.cli import ComposeCli
 from pytest_netperf.runtime.costs import Member, SystemProbe
 from pytest_netperf.runtime.docker import LOG_TAIL_LINES, Endpoint, TopologyGuard
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
-from pytest_netperf.runtime.resources import CoreSplit, Resources, default_split
+from pytest_netperf.runtime.resources import CoreSplit, default_split
 from pytest_netperf.runtime.runners import ContainerRunner
+from pytest_netperf.topology.resources import Resources
 
 __all__ = ["ComposeLauncher", "ComposeStack", "StackSpec"]
 

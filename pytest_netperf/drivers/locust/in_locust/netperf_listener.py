@@ -37,7 +37,7 @@ from pytest_netperf.drivers.locust.in_locust.output_document import output_docum
 from pytest_netperf.drivers.locust.in_locust.pacing import paced_wait_time
 from pytest_netperf.drivers.locust.in_locust.session_master import SessionMaster
 from pytest_netperf.drivers.locust.in_locust.window_recorder import WindowRecorder
-from pytest_netperf.measure.histogram import HIGHEST_NS, new_histogram, percentile_ns
+from pytest_netperf.results.histogram import HIGHEST_NS, new_histogram, percentile_ns
 
 # Locust samples its own CPU use every 10 s, longer than a typical round; sample each second
 # so its "CPU usage above 90%" warning can fire inside short measurement windows.

@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Optional
 
 from hdrh.histogram import HdrHistogram
 
-from pytest_netperf.measure.histogram import HIGHEST_NS, decode_histogram, encode_histogram, new_histogram
+from pytest_netperf.results.histogram import HIGHEST_NS, decode_histogram, encode_histogram, new_histogram
 
 
 def ms_to_ns(response_time_ms: float) -> int:
