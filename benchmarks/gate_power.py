@@ -80,7 +80,7 @@ def settings(args: argparse.Namespace) -> GateSettings:
     return GateSettings(
         rounds_min=args.min_rounds,
         rounds_max=args.max_rounds,
-        duration_s=args.duration,
+        round_duration_s=args.duration,
         warmup_s=args.warmup,
         round_warmup_s=args.round_warmup,
     )

@@ -16,6 +16,7 @@ from pytest_netperf import defaults
 from pytest_netperf.baseline.machine import check_class_name
 from pytest_netperf.drivers import HTTP_DRIVER_NAMES
 from pytest_netperf.drivers.locust.worker_service import parse_master
+from pytest_netperf.measure.gate import GateSettings
 from pytest_netperf.runtime.resources import default_split, usable_cores
 from pytest_netperf.topology.resources import cpuset_text, parse_cpuset
 
@@ -37,6 +38,9 @@ SETTING_HELP: dict[str, str] = {
     "driver": f"load driver: {' or '.join(DRIVERS)} (default {defaults.DRIVER})",
     "rounds_min": f"rounds per target before the first verdict (default {defaults.ROUNDS_MIN})",
     "rounds_max": f"rounds at most while a budget is inconclusive (default {defaults.ROUNDS_MAX})",
+    "round_batch": f"rounds added at each look while a budget is undecided (default {defaults.ROUND_BATCH})",
+    "saturated_retries": "times a round whose driver was saturated is measured again before the test is INVALID "
+    f"(default {defaults.SATURATED_ROUND_RETRIES})",
     "round_duration_s": f"measured seconds per round (default {defaults.ROUND_DURATION_S:g})",
     "warmup_s": "warmup seconds before a target's first round of a measurement, excluded from results "
     f"(default {defaults.WARMUP_S:g})",
@@ -81,18 +85,12 @@ SETTING_HELP: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class Settings:
-    """Validated settings of one netperf session (see :data:`SETTING_HELP`)."""
+class Settings(GateSettings):
+    """Validated settings of one netperf session (see :data:`SETTING_HELP`): the gate's
+    (:class:`~pytest_netperf.measure.gate.GateSettings`, inherited) and the session's own."""
 
     baseline_dir: Path = Path(defaults.BASELINE_DIR)
     driver: str = defaults.DRIVER
-    rounds_min: int = defaults.ROUNDS_MIN
-    rounds_max: int = defaults.ROUNDS_MAX
-    round_duration_s: float = defaults.ROUND_DURATION_S
-    warmup_s: float = defaults.WARMUP_S
-    round_warmup_s: float = defaults.ROUND_WARMUP_S
-    confidence: float = defaults.CONFIDENCE
-    inconclusive: str = defaults.INCONCLUSIVE
     fingerprint_mismatch: str = defaults.FINGERPRINT_MISMATCH
     machine_class: str = ""
     base: str = ""
@@ -106,9 +104,6 @@ class Settings:
     locust_master: str = ""
     locust_workers_timeout_s: float = defaults.LOCUST_WORKERS_TIMEOUT_S
     update_baseline: bool = False
-    calibrate: bool = False
-    max_lag_ms: float = defaults.MAX_LAG_MS
-    realtime: bool = False
     strict: bool = False
     driver_cpus: str = defaults.DRIVER_CPUS
 
@@ -139,6 +134,10 @@ class Settings:
         _check_choice("inconclusive", self.inconclusive, INCONCLUSIVE_POLICIES)
         _check_choice("fingerprint_mismatch", self.fingerprint_mismatch, FINGERPRINT_POLICIES)
         check_rounds(self.rounds_min, self.rounds_max)
+        if self.round_batch < 1:
+            raise SettingError("round_batch", f"round_batch must be >= 1 (got {self.round_batch})")
+        if self.saturated_retries < 0:
+            raise SettingError("saturated_retries", f"saturated_retries must be >= 0 (got {self.saturated_retries})")
         check_durations(self.round_duration_s, self.warmup_s)
         check_durations(self.round_duration_s, self.round_warmup_s)
         if not 0.5 <= self.confidence < 1.0:

@@ -54,6 +54,11 @@ class Driver(Protocol):
 
     name: str
 
+    @property
+    def cpus(self) -> Optional[str]:
+        """The cores the driver is pinned to (a cpuset), or None when it is not pinned."""
+        ...
+
     def run(self, url: str, shape: LoadShape) -> RoundResult:
         """Measure ``url`` under ``shape``; raise DriverError when nothing could be measured."""
         ...

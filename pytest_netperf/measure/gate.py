@@ -10,7 +10,7 @@ Nothing here imports pytest.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Callable, Mapping, Optional, Sequence
 
 from pytest_netperf import defaults
@@ -20,12 +20,18 @@ from pytest_netperf.budget.metrics import ERROR_METRICS, metric_value
 from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
+from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike, WireCounter
 from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
-from pytest_netperf.measure.system_costs import check_probes, closed_loop_note, run_with_costs, system_budgets
-from pytest_netperf.measure.targets import TargetLike, host_header, target_url
+from pytest_netperf.measure.system_costs import (
+    CostProbe,
+    check_probes,
+    closed_loop_note,
+    run_with_costs,
+    system_budgets,
+)
+from pytest_netperf.measure.targets import host_header
 from pytest_netperf.measure.validity import samples_problem, saturation_problem
 from pytest_netperf.measure.wire_counts import run_with_wire
-from pytest_netperf.report.failure import FailureContext, failure_text
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.runtime.runners import CommandRunner
 from pytest_netperf.verdict import stats
@@ -57,16 +63,16 @@ class Series:
     #: Image -> digest of the containers behind the target (empty for a plain URL).
     images: dict[str, str] = field(default_factory=dict)
     #: The driver that measures this series.
-    driver_instance: Any = None
+    driver_instance: Optional[Driver] = None
     #: Says why the target may no longer be measured (its topology is gone), or None.
     guard: Optional[Callable[[], Optional[str]]] = None
     #: What the report prints with the rows of this series: the target's own facts
     #: (``images``, ``resources``) and the gate's (``driver cores`` when the driver is pinned).
     facts: dict[str, str] = field(default_factory=dict)
     #: Reads what the target's system under test spends per round (None for a plain URL).
-    costs: Any = None
+    costs: Optional[CostProbe] = None
     #: Reads the server interface's packet counters around each L4 round (None: not counted).
-    wire: Any = None
+    wire: Optional[WireCounter] = None
 
     def values(self, metric: str) -> list[float]:
         """Per-round values of ``metric``."""
@@ -114,14 +120,15 @@ class BudgetOutcome:
         self.status = Status.parse(self.status)
 
 
-@dataclass
+@dataclass(frozen=True)
 class GateSettings:
-    """The tunables a gate needs (a subset of the plugin settings)."""
+    """The tunables a gate needs. The session's :class:`~pytest_netperf.settings.Settings`
+    extends this class, so each is defined once; a gate gets :meth:`gate_view` of them."""
 
     rounds_min: int = defaults.ROUNDS_MIN
     rounds_max: int = defaults.ROUNDS_MAX
     round_batch: int = defaults.ROUND_BATCH
-    duration_s: float = defaults.ROUND_DURATION_S
+    round_duration_s: float = defaults.ROUND_DURATION_S
     warmup_s: float = defaults.WARMUP_S
     #: Warmup of every round after a series' first (never longer than ``warmup_s``).
     round_warmup_s: float = defaults.ROUND_WARMUP_S
@@ -132,6 +139,13 @@ class GateSettings:
     realtime: bool = False
     #: A round whose driver was saturated is measured again this many times, then INVALID.
     saturated_retries: int = defaults.SATURATED_ROUND_RETRIES
+
+    def gate_view(self, **overrides: Any) -> GateSettings:
+        """These settings as a gate sees them (only the gate's fields), with ``overrides``
+        (a test's marker options) applied."""
+        values = {f.name: getattr(self, f.name) for f in fields(GateSettings)}
+        values.update(overrides)
+        return GateSettings(**values)
 
     def plan(self, rounds: Optional[int] = None) -> SequentialPlan:
         """The sequential plan; ``rounds`` fixes the count (one look)."""
@@ -148,19 +162,19 @@ MISSING_BASELINE_NOTE = "no stored baseline: recorded as NEW (update with --netp
 DRIVER_CORES_FACT = "driver cores"
 
 
-def series_facts(target: TargetLike, driver: Any) -> dict[str, str]:
+def series_facts(target: TargetLike, driver: Driver) -> dict[str, str]:
     """The facts of a series: the target's ``facts`` mapping (a plain URL has none), plus
     ``driver cores`` when ``driver`` is pinned (its ``cpus``). Raises NetperfError naming the
     target when its ``facts`` is not a mapping."""
     facts: dict[str, str] = {}
     if not isinstance(target, str):
-        given = getattr(target, "facts", None) or {}
+        given = target.facts
         if not isinstance(given, Mapping):
             raise NetperfError(
-                f"target {target_url(target)}: facts must be a mapping of names to text, got {type(given).__name__}"
+                f"target {target.url}: facts must be a mapping of names to text, got {type(given).__name__}"
             )
         facts = {str(k): str(v) for k, v in given.items()}
-    cores = getattr(driver, "cpus", None)
+    cores = driver.cpus
     if cores:
         facts[DRIVER_CORES_FACT] = str(cores)
     return facts
@@ -172,13 +186,18 @@ def _weights(metric: str, rounds: Sequence[RoundResult]) -> Optional[list[float]
     return None if weight is None else [weight(r) for r in rounds]
 
 
-def _endpoint_parts(target: TargetLike) -> tuple[str, Optional[CommandRunner], str]:
-    url = target_url(target)
-    runner = None if isinstance(target, str) else getattr(target, "runner", None)
-    where = (None if isinstance(target, str) else getattr(target, "where", None)) or (
-        runner.where if runner is not None else "host"
-    )
-    return url, runner, where
+def checked_target(target: object) -> TargetLike:
+    """``target`` when it is a URL string or satisfies the endpoint contract; TypeError naming
+    what it lacks otherwise (a test handed the gate something else)."""
+    if isinstance(target, str):
+        return target
+    missing = [name for name in ENDPOINT_MEMBERS if not hasattr(target, name)]
+    if missing:
+        raise TypeError(
+            f"a netperf target is a URL string or an endpoint (a topology's or stack's .endpoint(...)), "
+            f"not {target!r}: it has no {', '.join(missing)}"
+        )
+    return target  # type: ignore[return-value]  # checked member by member above
 
 
 class Gate:
@@ -300,18 +319,11 @@ class Gate:
                 o.notes.append(f"inconclusive after {rounds} rounds; policy: {self.settings.inconclusive}")
         return outcomes
 
-    @staticmethod
-    def failure_message(
-        outcomes: Sequence[BudgetOutcome], policy: str, context: Optional[FailureContext] = None
-    ) -> Optional[str]:
-        """The test-failure text, or None when the gate passes (:func:`failure_text`)."""
-        return failure_text(outcomes, policy, context)
-
     # ------------------------------------------------------------------ internals
     def _shape(self, args: Mapping[str, Any]) -> LoadShape:
         known = set(LoadShape.__dataclass_fields__) - {"extra"}
         values: dict[str, Any] = {
-            "duration_s": self.settings.duration_s,
+            "duration_s": self.settings.round_duration_s,
             "warmup_s": self.settings.warmup_s,
             "extra": {"max_lag": f"{self.settings.max_lag_ms:g}ms"},
         }
@@ -328,7 +340,12 @@ class Gate:
         return LoadShape(**values)
 
     def _series(self, label: str, target: TargetLike, shape: LoadShape, driver: Optional[str]) -> Series:
-        url, runner, where = _endpoint_parts(target)
+        target = checked_target(target)
+        if isinstance(target, str):
+            url, runner, where = target, None, "host"
+        else:
+            url, runner = target.url, target.runner
+            where = target.where or (runner.where if runner is not None else "host")
         if runner is not None and "realtime" in shape.extra:
             # SCHED_FIFO needs CAP_SYS_NICE and an RT cgroup budget a container rarely has;
             # in a container the lag bound alone guards the schedule.
@@ -338,10 +355,10 @@ class Gate:
             shape = replace(shape, headers=shape.headers + (("Host", host),))
         name = driver_for_target(url, driver, self._default_driver)
         drv = self._driver_factory(name, runner)
-        images = {} if isinstance(target, str) else dict(getattr(target, "images", None) or {})
-        guard = None if isinstance(target, str) else getattr(target, "guard", None)
-        costs = None if isinstance(target, str) else getattr(target, "costs", None)
-        wire = None if isinstance(target, str) else getattr(target, "wire", None)
+        images = {} if isinstance(target, str) else dict(target.images)
+        guard = None if isinstance(target, str) else target.guard
+        costs = None if isinstance(target, str) else target.costs
+        wire = None if isinstance(target, str) else target.wire
         return Series(
             label=label,
             url=url,
@@ -350,7 +367,7 @@ class Gate:
             shape=shape,
             images=images,
             driver_instance=drv,
-            guard=guard if callable(guard) else None,
+            guard=guard,
             facts=series_facts(target, drv),
             costs=costs,
             wire=wire,
@@ -362,12 +379,14 @@ class Gate:
         revision: NEW) or ``base_error`` (it failed to start: INVALID)."""
         if isinstance(target, str) or not any(b.comparison == "baseline" for b in self.budgets):
             return
-        twin = getattr(target, "base", None)
-        if twin is not None:
-            m.base = self._series(BASE_LABEL, twin, shape, driver)
+        target = checked_target(target)
+        if isinstance(target, str):
+            return
+        if target.base is not None:
+            m.base = self._series(BASE_LABEL, target.base, shape, driver)
         else:
-            m.base_note = str(getattr(target, "base_note", "") or "")
-            m.base_error = str(getattr(target, "base_error", "") or "")
+            m.base_note = target.base_note
+            m.base_error = target.base_error
 
     def _new_measurement(
         self, key: Optional[str], cand: Series, ref: Optional[Series], hops: Optional[int]
@@ -398,9 +417,13 @@ class Gate:
         if series.rounds:  # warm already: the new connections only need to settle
             shape = replace(shape, warmup_s=min(shape.warmup_s, self.settings.round_warmup_s))
 
+        driver = series.driver_instance
+        if driver is None:  # a series rebuilt from a record measures nothing
+            raise NetperfError(f"{where}: this series has no driver to measure with")
+
         def drive() -> RoundResult:
             try:
-                return series.driver_instance.run(series.url, shape)
+                return driver.run(series.url, shape)
             except DriverError as exc:
                 raise InvalidMeasurement(f"{series.label} {series.url}: {exc}") from exc
 

@@ -1,40 +1,45 @@
-"""Helpers for what a gate measures: a URL string or an endpoint object with ``.url``."""
+"""Helpers for what a gate measures: a URL string or an :class:`~pytest_netperf.measure.endpoint.Endpoint`."""
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Optional, Union
+from typing import Any, Optional, overload
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-TargetLike = Union[str, Any]
+from pytest_netperf.measure.endpoint import Endpoint, TargetLike
 
 
 def target_url(target: TargetLike) -> str:
-    """The URL of a target (a string, or anything with a ``url`` attribute)."""
-    if isinstance(target, str):
-        return target
-    url = getattr(target, "url", None)
-    if not isinstance(url, str):
-        raise TypeError(f"a netperf target is a URL string or an endpoint with .url, not {target!r}")
-    return url
+    """The URL of a target."""
+    return target if isinstance(target, str) else target.url
+
+
+def _set_query(url: str, params: dict[str, str]) -> str:
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    query.update(params)
+    return urlunsplit(parts._replace(query=urlencode(query), path=parts.path or "/"))
+
+
+@overload
+def with_query(target: str, **params: Any) -> str: ...
+
+
+@overload
+def with_query(target: Endpoint, **params: Any) -> Endpoint: ...
 
 
 def with_query(target: TargetLike, **params: Any) -> TargetLike:
     """The same target with query parameters set, e.g. ``with_query(ep, depth=3, delay="1ms")``.
 
-    Works on URL strings and on endpoint dataclasses (a copy with a new ``url``).
+    On an endpoint the parameters reach its base twin too (``--netperf-base``), so both
+    sides are measured with the same request.
     """
-    parts = urlsplit(target_url(target))
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    query.update({k: str(v) for k, v in params.items()})
-    url = urlunsplit(parts._replace(query=urlencode(query), path=parts.path or "/"))
+    values = {k: str(v) for k, v in params.items()}
     if isinstance(target, str):
-        return url
-    if dataclasses.is_dataclass(target) and not isinstance(target, type):
-        return dataclasses.replace(target, url=url)
-    raise TypeError(f"cannot set query parameters on {target!r}")
+        return _set_query(target, values)
+    return target.map_urls(lambda url: _set_query(url, values))
 
 
 def host_header(target: TargetLike) -> Optional[str]:
     """The Host header an endpoint asks for, if any."""
-    return None if isinstance(target, str) else getattr(target, "host_header", None)
+    return None if isinstance(target, str) else target.host_header

@@ -13,6 +13,7 @@ from typing import Optional
 
 import pytest
 
+from pytest_netperf.plugin.session import session_of
 from pytest_netperf.revision import BaseCheckout, dirty_paths, repo_root
 from pytest_netperf.runtime.docker import DockerRuntime
 
@@ -45,9 +46,7 @@ class BaseRevision:
 @pytest.fixture(scope="session")
 def netperf_base(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) -> Iterator[Optional[BaseRevision]]:
     """The base revision of ``--netperf-base`` (None without the option), made on first use."""
-    from pytest_netperf.plugin.hooks import get_plugin
-
-    plugin = get_plugin(request.config)
+    plugin = session_of(request.config)
     if not plugin.settings.base:
         yield None
         return

@@ -15,13 +15,11 @@ import pytest
 
 from pytest_netperf.errors import ComposeUnavailable, StackUnchanged
 from pytest_netperf.plugin.base_fixtures import BaseRevision
+from pytest_netperf.plugin.session import session_of
+from pytest_netperf.plugin.skips import UnchangedSkip
 from pytest_netperf.runtime.compose.session import ComposeStacks
 from pytest_netperf.runtime.compose.stack import ComposeStack
 from pytest_netperf.runtime.docker import DockerRuntime
-
-
-class UnchangedSkip(pytest.skip.Exception):  # type: ignore[name-defined]
-    """A skip asked for (``--netperf-base-skip-unchanged``), not a missing part: strict mode keeps it a skip."""
 
 
 class ComposeFactory(Protocol):
@@ -56,8 +54,6 @@ def netperf_compose(
     that twin (budgets against ``base`` judge the pairs).
     """
 
-    from pytest_netperf.plugin.hooks import get_plugin
-
     def started(name: str, seconds: float) -> None:
         netperf_docker.startup_times[name] = seconds
 
@@ -69,7 +65,7 @@ def netperf_compose(
         driver_image=netperf_docker.images.get("echo"),
         on_started=started,
         base=netperf_base,
-        skip_unchanged=get_plugin(request.config).settings.base_skip_unchanged,
+        skip_unchanged=session_of(request.config).settings.base_skip_unchanged,
     )
 
     def factory(

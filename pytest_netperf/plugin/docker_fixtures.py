@@ -30,6 +30,7 @@ from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
 from pytest_netperf.images.resolve import NodeImageMissingError, resolve_image
 from pytest_netperf.plugin.base_fixtures import BaseRevision
+from pytest_netperf.plugin.session import maybe_session_of
 from pytest_netperf.revision import BaseCheckout, changed_files
 from pytest_netperf.revision.diff import UNCHANGED
 from pytest_netperf.runtime.cleanup import clean_session, remove_stale
@@ -53,8 +54,8 @@ _HANDLED_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 def netperf_image_overrides(pytestconfig: pytest.Config) -> Mapping[str, str]:
     """Role -> image to force: ``--netperf-image ROLE=IMAGE`` / the ``netperf_images`` ini key
     (beyond NETPERF_IMAGE_<ROLE>). Override this fixture to pin images in code."""
-    plugin = pytestconfig.pluginmanager.get_plugin("netperf-session")
-    return dict(getattr(plugin, "images", None) or {})
+    session = maybe_session_of(pytestconfig)
+    return dict(session.images) if session is not None else {}
 
 
 @pytest.fixture(scope="session")

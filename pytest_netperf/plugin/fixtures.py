@@ -6,8 +6,8 @@ import pytest
 
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.measure.gate import Gate
-from pytest_netperf.plugin.hooks import STASH_GATE, get_plugin
 from pytest_netperf.plugin.markers import MARKER
+from pytest_netperf.plugin.session import STASH_GATE, session_of
 
 
 @pytest.fixture
@@ -20,6 +20,6 @@ def netperf(request: pytest.FixtureRequest) -> Gate:
     item = request.node
     if item.get_closest_marker(MARKER) is None:
         raise NetperfError(f"{item.nodeid} uses the netperf fixture without @pytest.mark.netperf(...)")
-    gate = get_plugin(request.config).new_gate(item)
+    gate = session_of(request.config).new_gate(item)
     item.stash[STASH_GATE] = gate
     return gate

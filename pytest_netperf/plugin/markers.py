@@ -49,17 +49,12 @@ class MarkerOptions:
             rounds_max = self.max_rounds
         else:
             rounds_max = max(settings.rounds_max, rounds_min)
-        return GateSettings(
+        return settings.gate_view(
             rounds_min=rounds_min,
             rounds_max=rounds_max,
-            duration_s=self.duration if self.duration is not None else settings.round_duration_s,
+            round_duration_s=self.duration if self.duration is not None else settings.round_duration_s,
             warmup_s=self.warmup if self.warmup is not None else settings.warmup_s,
-            round_warmup_s=settings.round_warmup_s,
-            confidence=settings.confidence,
             inconclusive=self.inconclusive or settings.inconclusive,
-            calibrate=settings.calibrate,
-            max_lag_ms=settings.max_lag_ms,
-            realtime=settings.realtime,
         )
 
     def locustfile_path(self, test_dir: Path) -> Optional[Path]:

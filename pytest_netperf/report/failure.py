@@ -12,13 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
+from pytest_netperf.baseline.policy import UPDATE_OPTION
 from pytest_netperf.verdict.status import Status
 
 if TYPE_CHECKING:
     from pytest_netperf.measure.gate import BudgetOutcome, Measurement
 
-#: The option that measures again and writes the baseline.
-UPDATE_OPTION = "--netperf-update-baseline"
 #: The reference label of an outcome judged against the stored baseline (``base`` is the
 #: base revision measured in the same rounds: no stored file to update).
 STORED_BASELINE_LABEL = "baseline"

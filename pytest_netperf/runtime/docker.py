@@ -237,6 +237,12 @@ class Endpoint:
         """
         return None if self.liveness is None else self.liveness.check(self.url)
 
+    def map_urls(self, change: Callable[[str], str]) -> Endpoint:
+        """A copy whose URL, and its base twin's, went through ``change`` (``with_query``): head
+        and base are always measured with the same request."""
+        base = None if self.base is None else self.base.map_urls(change)
+        return replace(self, url=change(self.url), base=base)
+
 
 class RunningTopology:
     """A started topology: addresses, logs, endpoints; ``down()`` (or ``with``) removes it."""

@@ -74,6 +74,8 @@ class SpyDriver:
         self.inner = RustDriver(runner=runner) if send else None
         self.urls: list[str] = []
 
+    cpus = None  # not pinned
+
     def run(self, url: str, shape: LoadShape) -> RoundResult:
         self.urls.append(url)
         if self.inner is None:
@@ -181,7 +183,9 @@ def test_measuring_a_removed_topology_is_invalid_and_sends_nothing(echo: Running
         spies.append(SpyDriver(runner, send=not spies))  # only the first measurement may send
         return spies[-1]
 
-    settings = GateSettings(rounds_min=2, rounds_max=2, round_batch=1, duration_s=0.3, warmup_s=0.1, max_lag_ms=100)
+    settings = GateSettings(
+        rounds_min=2, rounds_max=2, round_batch=1, round_duration_s=0.3, warmup_s=0.1, max_lag_ms=100
+    )
     gate = Gate("test_bad_input::removed", [Budget.parse("p50 < 1s")], settings, factory)
     endpoint = echo.endpoint("direct")
 

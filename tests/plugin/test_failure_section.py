@@ -53,7 +53,7 @@ def test_bad_load_option(netperf):
     netperf.measure(URL, rate=100, bogus=3)
 """
 
-PLUGIN_SOURCE = ("def pytest_runtest_call", "self =", "hooks.py", "gate.py", "yield", "During handling")
+PLUGIN_SOURCE = ("def pytest_runtest_call", "self =", "hooks.py", "session.py", "gate.py", "yield", "During handling")
 RATIO_AND_INTERVAL = r"\d+\.\d{3}x \[\d+\.\d{3}x, \d+\.\d{3}x\]"
 
 

@@ -23,6 +23,7 @@ from pytest_netperf.drivers.locust.processes import ProcessGroups
 from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.errors import DriverError, NetperfError
 from pytest_netperf.measure.gate import DRIVER_CORES_FACT, series_facts
+from pytest_netperf.runtime.docker import Endpoint
 from pytest_netperf.runtime.process_guard import check_cores
 from pytest_netperf.runtime.resources import default_split, usable_cores
 from pytest_netperf.runtime.runners import CommandOutcome, LocalRunner
@@ -149,12 +150,9 @@ def test_a_core_this_process_may_not_use_is_a_clear_error_before_any_start(tmp_p
 
 
 # ------------------------------------------------------------------ the gate's facts
-class Target:
+def Target(url: str, facts: Optional[object] = None) -> Endpoint:
     """A target object as a runtime hands it to the gate."""
-
-    def __init__(self, url: str, facts: Optional[object] = None) -> None:
-        self.url = url
-        self.facts = facts
+    return Endpoint(url, None, "host", facts={} if facts is None else facts)  # type: ignore[arg-type]
 
 
 def test_series_facts_take_the_target_facts_and_add_the_driver_cores() -> None:

@@ -120,6 +120,8 @@ class Driver:
             url: itertools.cycle((0.97, 1.03, 1.0, 0.99, 1.02) if i == 0 else (1.0,)) for i, url in enumerate(rps)
         }
 
+    cpus = None  # not pinned
+
     def run(self, url: str, shape: LoadShape) -> RoundResult:
         return make_round(rps=self.rps[url] * next(self.jitter[url]), url=url)
 
@@ -129,7 +131,7 @@ def _gate(budgets: list[str], rps: dict[str, float], lines: list[str]) -> Gate:
     return Gate(
         TEST,
         [parse_budget(text) for text in budgets],
-        GateSettings(rounds_min=4, rounds_max=8, round_batch=2, duration_s=0.1, warmup_s=0.0),
+        GateSettings(rounds_min=4, rounds_max=8, round_batch=2, round_duration_s=0.1, warmup_s=0.0),
         driver_factory=lambda name, runner: driver,
         progress=lines.append,
     )
@@ -144,7 +146,7 @@ def test_a_gate_names_its_reference_url_and_does_not_restate_the_inconclusive_no
     assert [o.status for o in outcomes] == [Status.FAIL, Status.INCONCLUSIVE]
     assert any(n.startswith("inconclusive after 8 rounds") for n in outcomes[1].notes)
     context = FailureContext(references=reference_names(g.measurements), rounds_max=8)
-    text = Gate.failure_message(outcomes, "fail", context)
+    text = failure_text(outcomes, "fail", context)
     assert text is not None
     ratio = r"0\.\d{3}x \[0\.\d{3}x, 0\.\d{3}x\]"
     against = re.escape(f" vs the same-run reference {ref}, n=8")

@@ -8,7 +8,6 @@ Synthetic rounds from a driver that answers per URL (known throughput per side, 
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import pytest
@@ -17,21 +16,19 @@ from netperf_rounds import make_round
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.measure.gate import Gate, GateSettings
+from pytest_netperf.report.failure import failure_text
 from pytest_netperf.results.model import RoundResult
+from pytest_netperf.runtime.docker import Endpoint
 from pytest_netperf.verdict.status import Status
 
 HEAD, BASE, APP = "http://10.0.0.2/", "http://10.0.1.2/", "http://10.0.0.3/"
 
 
-@dataclass(frozen=True)
-class Target:
-    """An endpoint as the Compose stack hands it out (only what the gate reads)."""
-
-    url: str
-    base: Optional[Target] = None
-    base_note: str = ""
-    base_error: str = ""
-    facts: dict[str, str] = field(default_factory=dict, hash=False)
+def Target(  # reads like the endpoint it builds
+    url: str, base: Optional[Endpoint] = None, base_note: str = "", base_error: str = ""
+) -> Endpoint:
+    """An endpoint as the Compose stack hands it out: the driver on the host, nothing to probe."""
+    return Endpoint(url, None, "host", base=base, base_note=base_note, base_error=base_error)
 
 
 class SyntheticDriver:
@@ -43,6 +40,8 @@ class SyntheticDriver:
         self.rps, self.order = rps, order
         self.jitter = itertools.cycle((0.99, 1.0, 1.01, 1.0))
 
+    cpus = None  # not pinned
+
     def run(self, url: str, shape: LoadShape) -> RoundResult:
         self.order.append(url)
         return make_round(rps=self.rps[url] * next(self.jitter), url=url)
@@ -53,7 +52,7 @@ def gate(budgets: list[str], rps: dict[str, float], order: list[str], lookup: An
     return Gate(
         "t.py::test",
         [parse_budget(text) for text in budgets],
-        GateSettings(rounds_min=4, rounds_max=8, duration_s=0.1, warmup_s=0.0),
+        GateSettings(rounds_min=4, rounds_max=8, round_duration_s=0.1, warmup_s=0.0),
         driver_factory=lambda name, runner: driver,
         baseline_lookup=lookup,
     )
@@ -77,7 +76,7 @@ def test_a_head_at_half_its_base_fails_with_the_ratio() -> None:
     failed = outcomes["rps >= 0.9x base"]
     assert failed.status is Status.FAIL and failed.verdict.estimate == pytest.approx(0.5, rel=0.05)
     assert outcomes["errors == 0"].status is Status.PASS  # absolute budgets judge the head alone
-    assert "0.5" in Gate.failure_message(list(outcomes.values()), "fail")
+    assert "0.5" in failure_text(list(outcomes.values()), "fail")
 
 
 def test_compare_measures_candidate_reference_and_base_twin() -> None:
@@ -109,7 +108,7 @@ def test_a_base_stack_that_failed_to_start_makes_its_budgets_invalid_never_pass(
     assert invalid.status is Status.INVALID
     assert "base side INVALID" in invalid.notes[0] and "nginx: [emerg]" in invalid.notes[0]
     assert outcomes["errors == 0"].status is Status.PASS
-    assert "nginx: [emerg]" in (Gate.failure_message(list(outcomes.values()), "pass") or "")
+    assert "nginx: [emerg]" in (failure_text(list(outcomes.values()), "pass") or "")
 
 
 def test_a_target_without_a_twin_is_judged_against_the_stored_baseline() -> None:

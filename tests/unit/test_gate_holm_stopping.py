@@ -25,13 +25,15 @@ class NoisyDriver:
     def __init__(self, seed: int, shift: float) -> None:
         self.rng, self.shift = random.Random(seed), shift
 
+    cpus = None  # not pinned
+
     def run(self, url: str, shape: LoadShape) -> RoundResult:
         level = self.shift if "candidate" in url else 1.0
         return make_round(rps=1000.0 * level * self.rng.lognormvariate(0.0, 0.08), url=url)
 
 
 def test_no_budget_ends_inconclusive_with_rounds_left() -> None:
-    settings = GateSettings(rounds_min=4, rounds_max=12, duration_s=0.1, warmup_s=0.0)
+    settings = GateSettings(rounds_min=4, rounds_max=12, round_duration_s=0.1, warmup_s=0.0)
     ended_early_failing = 0
     for seed in range(60):
         driver = NoisyDriver(seed, shift=0.83)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_netperf.budget.grammar import parse_budget
-from pytest_netperf.measure.gate import BudgetOutcome, Gate
+from pytest_netperf.measure.gate import BudgetOutcome
+from pytest_netperf.report.failure import failure_text
 from pytest_netperf.verdict.stats import Verdict
 from pytest_netperf.verdict.status import Status
 
@@ -16,7 +17,7 @@ def _outcome(status: str, text: str = "p90 < 1ms") -> BudgetOutcome:
 
 @pytest.mark.parametrize("policy, fails", [("fail", True), ("warn", False), ("pass", False)])
 def test_inconclusive_follows_the_policy(policy: str, fails: bool) -> None:
-    message = Gate.failure_message([_outcome("PASS"), _outcome("INCONCLUSIVE", "p99 < 2ms")], policy)
+    message = failure_text([_outcome("PASS"), _outcome("INCONCLUSIVE", "p99 < 2ms")], policy)
     assert (message is not None) == fails
     if fails:
         assert "INCONCLUSIVE: 'p99 < 2ms'" in message and "a note" in message
@@ -25,12 +26,12 @@ def test_inconclusive_follows_the_policy(policy: str, fails: bool) -> None:
 @pytest.mark.parametrize("status", ["FAIL", "INVALID"])
 @pytest.mark.parametrize("policy", ["fail", "estimate", "warn", "pass"])
 def test_fail_and_invalid_always_fail(status: str, policy: str) -> None:
-    message = Gate.failure_message([_outcome(status)], policy)
+    message = failure_text([_outcome(status)], policy)
     assert message is not None and f"{status}: 'p90 < 1ms'" in message
 
 
 def test_new_and_pass_never_fail() -> None:
-    assert Gate.failure_message([_outcome("PASS"), _outcome("NEW", "p99 <= 1.2x baseline")], "fail") is None
+    assert failure_text([_outcome("PASS"), _outcome("NEW", "p99 <= 1.2x baseline")], "fail") is None
 
 
 def _undecided(estimate: float, text: str = "rps_loss <= 5%") -> BudgetOutcome:
@@ -53,11 +54,11 @@ def _undecided(estimate: float, text: str = "rps_loss <= 5%") -> BudgetOutcome:
 def test_estimate_policy_fails_an_undecided_budget_only_when_its_estimate_is_outside(
     estimate: float, fails: bool
 ) -> None:
-    message = Gate.failure_message([_outcome("PASS"), _undecided(estimate)], "estimate")
+    message = failure_text([_outcome("PASS"), _undecided(estimate)], "estimate")
     assert (message is not None) == fails
     if fails:
         assert "INCONCLUSIVE: 'rps_loss <= 5%'" in message
 
 
 def test_estimate_policy_fails_an_undecided_budget_without_an_estimate() -> None:
-    assert Gate.failure_message([_outcome("INCONCLUSIVE")], "estimate") is not None
+    assert failure_text([_outcome("INCONCLUSIVE")], "estimate") is not None

@@ -19,6 +19,8 @@ class RecordingDriver:
     def __init__(self) -> None:
         self.runs: list[tuple[str, float]] = []
 
+    cpus = None  # not pinned
+
     def run(self, url: str, shape: LoadShape) -> RoundResult:
         self.runs.append((url, shape.warmup_s))
         return make_round(rps=1000.0 + len(self.runs) % 3, url=url)
@@ -26,7 +28,7 @@ class RecordingDriver:
 
 def gate_with(driver: RecordingDriver, warmup_s: float, round_warmup_s: float, budget: str = "rps_loss <= 50%") -> Gate:
     settings = GateSettings(
-        rounds_min=3, rounds_max=3, duration_s=0.1, warmup_s=warmup_s, round_warmup_s=round_warmup_s
+        rounds_min=3, rounds_max=3, round_duration_s=0.1, warmup_s=warmup_s, round_warmup_s=round_warmup_s
     )
     return Gate("t.py::test", [parse_budget(budget)], settings, driver_factory=lambda name, runner: driver)
 

@@ -24,6 +24,8 @@ class LaggingDriver:
     def __init__(self, saturated: set[int]) -> None:
         self.saturated, self.calls = saturated, 0
 
+    cpus = None  # not pinned
+
     def run(self, url: str, shape: LoadShape) -> RoundResult:
         self.calls += 1
         result = make_round(rps=1000.0 + self.calls % 2, url=url)
@@ -34,7 +36,7 @@ class LaggingDriver:
 
 
 def gate_with(driver: LaggingDriver) -> Gate:
-    settings = GateSettings(rounds_min=3, rounds_max=3, duration_s=0.1, warmup_s=0.0, saturated_retries=2)
+    settings = GateSettings(rounds_min=3, rounds_max=3, round_duration_s=0.1, warmup_s=0.0, saturated_retries=2)
     return Gate("t.py::test", [parse_budget("rps > 10")], settings, driver_factory=lambda name, runner: driver)
 
 

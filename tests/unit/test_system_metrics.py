@@ -15,6 +15,7 @@ from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import BudgetSyntaxError, CgroupError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.gate import Gate, GateSettings
 from pytest_netperf.results.model import NodeCosts, RoundResult, SystemCosts
+from pytest_netperf.runtime.docker import Endpoint as RuntimeEndpoint
 from pytest_netperf.verdict.status import Status
 
 MIB = 2**20
@@ -127,13 +128,13 @@ class Probe:
         return costs(edge_ns, served=served)
 
 
-class Endpoint:
-    def __init__(self, url: str, probe: Probe | None) -> None:
-        self.url, self.costs = url, probe
+def Endpoint(url: str, probe: Probe | None) -> RuntimeEndpoint:
+    return RuntimeEndpoint(url, None, "host", costs=probe)  # type: ignore[arg-type]
 
 
 class Driver:
     name = "rust"
+    cpus = None  # not pinned
 
     def run(self, url: str, shape: LoadShape) -> RoundResult:
         result = make_round(rps=1000.0, url=url)
@@ -141,7 +142,7 @@ class Driver:
 
 
 def gate(*budgets: str, rounds: int = 6) -> Gate:
-    settings = GateSettings(rounds_min=rounds, rounds_max=rounds, duration_s=0.1, warmup_s=0.0)
+    settings = GateSettings(rounds_min=rounds, rounds_max=rounds, round_duration_s=0.1, warmup_s=0.0)
     return Gate("t.py::test", [parse_budget(b) for b in budgets], settings, lambda name, runner: Driver())
 
 

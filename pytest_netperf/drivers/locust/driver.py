@@ -57,6 +57,8 @@ class LocustDriver:
     """
 
     name = "locust"
+    #: Not pinned per round: a distributed session pins its master and local workers itself.
+    cpus: Optional[str] = None
 
     def __init__(
         self,

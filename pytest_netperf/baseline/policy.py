@@ -1,0 +1,163 @@
+"""Which stored baseline judges a test, and what a run records: the baseline policy.
+
+The plugin asks :class:`BaselinePolicy` once per test for the baseline its ``baseline``
+budgets are judged against (:meth:`BaselinePolicy.choose`), and once the gate has finished
+hands it the measured series to keep (:meth:`BaselinePolicy.record`). The machine class,
+the fingerprint-mismatch policy and the update option decide; pytest is not imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from pytest_netperf.baseline.fingerprint import compare_fingerprints, machine_fingerprint
+from pytest_netperf.baseline.machine import CLASS_KEY
+from pytest_netperf.baseline.model import Baseline, SeriesRecord
+from pytest_netperf.baseline.store import BaselineStore
+from pytest_netperf.budget.grammar import Budget
+from pytest_netperf.errors import BaselineError, NetperfError
+from pytest_netperf.measure.gate import MISSING_BASELINE_NOTE, BaselineLookup, BudgetOutcome, Measurement, series_name
+from pytest_netperf.verdict.status import Status
+
+#: The option that measures again and writes the baseline.
+UPDATE_OPTION = "--netperf-update-baseline"
+
+
+@dataclass
+class BaselineChoice:
+    """The stored baseline a test is judged against (None: its baseline budgets are NEW)."""
+
+    baseline: Optional[Baseline] = None
+    #: What the report says of the choice (another class's baseline, a different machine).
+    notes: list[str] = field(default_factory=list)
+    #: The note of a NEW budget when there is no baseline.
+    missing_note: str = MISSING_BASELINE_NOTE
+
+    @property
+    def lookup(self) -> Optional[BaselineLookup]:
+        """The gate's view of the baseline: (measurement key, series label, metric) -> values."""
+        baseline = self.baseline
+        if baseline is None:
+            return None
+
+        def lookup(key: str, label: str, metric: str) -> Optional[list[float]]:
+            try:
+                return baseline.values(series_name(key, label), metric)
+            except KeyError:  # a metric the stored rounds cannot give (recorded without system costs)
+                return None
+
+        return lookup
+
+
+@dataclass
+class Recorded:
+    """What :meth:`BaselinePolicy.record` kept of a test."""
+
+    record: Baseline
+    #: Where the baseline was written (``--netperf-update-baseline``), else None.
+    written: Optional[Path] = None
+    #: The pending results could not be saved (a warning, never a verdict).
+    pending_problem: Optional[str] = None
+
+
+class BaselinePolicy:
+    """Baseline selection and recording for one machine class."""
+
+    def __init__(self, store: BaselineStore, fingerprint_mismatch: str, update: bool) -> None:
+        self.store = store
+        #: ``new``, ``warn`` or ``fail``: what a baseline of another machine does.
+        self.fingerprint_mismatch = fingerprint_mismatch
+        #: Whether this run writes the baselines (``--netperf-update-baseline``).
+        self.update = update
+
+    @property
+    def machine_class(self) -> Optional[str]:
+        """The machine class whose baselines this run reads and writes."""
+        return self.store.machine_class
+
+    def choose(self, test_id: str, budgets: Sequence[Budget]) -> BaselineChoice:
+        """The baseline of ``test_id`` when a budget compares against one (a corrupt file raises
+        :class:`BaselineError` naming it; a different machine under ``fail`` a NetperfError)."""
+        choice = BaselineChoice()
+        if not any(b.comparison == "baseline" for b in budgets):
+            return choice
+        choice.baseline = self.store.load(test_id)
+        if choice.baseline is None:
+            choice.baseline, choice.missing_note = self._other_class_baseline(test_id, choice.notes)
+        if choice.baseline is not None:
+            # the machine now (fail fast); the images once measured (see image_notes)
+            digests = choice.baseline.fingerprint.get("image_digests")
+            choice.notes.extend(self.fingerprint_notes(choice.baseline, digests))
+        return choice
+
+    def _other_class_baseline(self, test_id: str, notes: list[str]) -> tuple[Optional[Baseline], str]:
+        """Where this machine class has no baseline of ``test_id`` but others do: the
+        ``fingerprint_mismatch`` policy decides (new: none, and why; warn: another class's
+        baseline, noted; fail: an error). Returns (baseline or None, the NEW note)."""
+        others = self.store.other_classes(test_id)
+        if not others:
+            return None, MISSING_BASELINE_NOTE
+        text = f"no baseline for this machine class ({self.machine_class}) yet; stored for: {', '.join(sorted(others))}"
+        if self.fingerprint_mismatch == "fail":
+            raise NetperfError(f"{text} (--netperf-fingerprint-mismatch=fail)")
+        if self.fingerprint_mismatch == "warn":
+            chosen = sorted(others)[0]
+            notes.append(f"{text}; judged against the baseline of {chosen} (--netperf-fingerprint-mismatch=warn)")
+            return self.store.load_from_class(test_id, chosen), MISSING_BASELINE_NOTE
+        return None, (
+            f"{text}: recorded as NEW. Record this machine's with `netperf baseline update` after this run "
+            f"(or {UPDATE_OPTION}); --netperf-fingerprint-mismatch=warn judges against another class's"
+        )
+
+    def fingerprint_notes(
+        self, baseline: Baseline, image_digests: Optional[dict[str, str]], images_only: bool = False
+    ) -> list[str]:
+        """How the machine (or only the images) differ from the baseline's; a NetperfError
+        under the ``fail`` policy."""
+        diffs = compare_fingerprints(baseline.fingerprint, machine_fingerprint(image_digests))
+        if images_only:
+            diffs = [d for d in diffs if d.startswith("image ")]
+        if not diffs:
+            return []
+        text = "baseline measured on a different machine: " + "; ".join(diffs)
+        if self.fingerprint_mismatch == "fail":
+            raise NetperfError(text + " (--netperf-fingerprint-mismatch=fail)")
+        return [text]
+
+    def record(
+        self, test_id: str, measurements: Iterable[Measurement], image_digests: dict[str, str], repo_dir: Path
+    ) -> Recorded:
+        """Keep the run's series as pending results and, when this run updates baselines, write
+        the baseline. Only that requested write raises (a :class:`BaselineError` naming the option)."""
+        series = {series_name(m.key, s.label): SeriesRecord.from_measured(s) for m in measurements for s in m.series()}
+        fingerprint = {**machine_fingerprint(image_digests), CLASS_KEY: self.machine_class}
+        recorded = Recorded(Baseline.new(test_id, series, fingerprint, repo_dir=repo_dir))
+        try:
+            self.store.save_pending(recorded.record)
+        except BaselineError as exc:
+            recorded.pending_problem = f"pending results not saved (`netperf baseline update` cannot use them): {exc}"
+        return recorded
+
+    def write(self, recorded: Recorded) -> Optional[Path]:
+        """Write the recorded baseline when this run updates baselines; where it went, else None."""
+        if not self.update:
+            return None
+        try:
+            recorded.written = self.store.save(recorded.record)
+        except BaselineError as exc:
+            raise BaselineError(f"{UPDATE_OPTION}: the baseline was not written: {exc}") from None
+        return recorded.written
+
+
+def note_written_baseline(outcomes: Sequence[BudgetOutcome], path: Path) -> None:
+    """NEW rows of an update run: the baseline exists now, so do not ask for an update."""
+    for outcome in outcomes:
+        if outcome.status is Status.NEW:
+            kept = [n for n in outcome.notes if UPDATE_OPTION not in n]
+            outcome.notes = [
+                f"no stored baseline: recorded as NEW; this run wrote it to {path.parent.name}/{path.name}",
+                *kept,
+            ]
