@@ -425,14 +425,15 @@ class NetperfPlugin:
         floor = noise_floor_note(self.report.rows)
         if floor and floor not in self.report.notes:
             self.report.notes.append(floor)
+        # the files first: CI's comment and artifact never depend on the terminal's formatting
+        problems: list[str] = []
+        written = self.report.write_reports(warn=problems.append) if self.report.rows else []
         terminalreporter.section("netperf")
         if self.report.rows:
             verbose = self.config.getoption("verbose") > 0
             terminalreporter.write_line(self.report.terminal_table(verbose=verbose))
         for line in self.report.notes:
             terminalreporter.write_line(f"netperf: {line}")
-        problems: list[str] = []
-        written = self.report.write_reports(warn=problems.append) if self.report.rows else []
         for path in written:
             terminalreporter.write_line(f"netperf: wrote {path}")
         for problem in problems:  # a report that cannot be written is a warning, never a verdict

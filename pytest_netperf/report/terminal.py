@@ -86,13 +86,10 @@ def terminal_table(rows: Sequence[Any], width: int = TABLE_WIDTH, verbose: bool 
     widths = _column_widths(cells, width)
     for c in cells:
         c[0] = shorten_test_id(c[0], widths[0])
-    table = tabulate(
-        cells,
-        headers=list(_HEADERS),
-        tablefmt="simple",
-        disable_numparse=True,
-        maxcolwidths=widths,
-    )
+    # Wrapped here, not by tabulate's maxcolwidths: its wrapping parses "1,629" as a number
+    # whatever disable_numparse says, and crashed the summary on any count of 1,000 or more.
+    wrapped = [[_wrap(text, column_width) for text, column_width in zip(c, widths, strict=True)] for c in cells]
+    table = tabulate(wrapped, headers=list(_HEADERS), tablefmt="simple", disable_numparse=True)
     notes = [
         textwrap.fill(text, width, initial_indent=f"[{i}] ", subsequent_indent=" " * (len(str(i)) + 3))
         for i, text in enumerate(footnotes, start=1)
@@ -112,6 +109,11 @@ def facts_section(rows: Sequence[ReportRow], width: int = TABLE_WIDTH) -> list[s
             seen.add((row.test_id, text))
             lines.append(textwrap.fill(f"{row.test_id}: {text}", width, initial_indent="  ", subsequent_indent="    "))
     return ["facts:", *lines] if lines else []
+
+
+def _wrap(text: str, width: int) -> str:
+    """``text`` wrapped to ``width`` columns, its own line breaks kept."""
+    return "\n".join(line for part in text.splitlines() or [""] for line in textwrap.wrap(part, width) or [""])
 
 
 def _column_widths(cells: list[list[str]], width: int) -> list[int]:
