@@ -259,13 +259,16 @@ def is_image_reference(key: str) -> bool:
 def map_image(reference: str, overrides: Mapping[str, str] | None = None) -> str:
     """The image to run for ``reference`` under the image mapping (``IMAGE=IMAGE`` overrides).
 
-    An exact key wins; a key without a tag also maps every tag of that repository
-    (``team/app=...`` maps ``team/app:v2``; a bare role name such as ``nginx`` is a role key,
-    not a repository). Unmapped references come back unchanged.
+    An exact key wins, a role name too: ``image: nginx`` (or ``nginx:latest``) is the image the
+    role key ``nginx`` names, so ``--netperf-image nginx=...`` maps it. A key without a tag
+    also maps every tag of that repository (``team/app=...`` maps ``team/app:v2``), but a role
+    key does not (``nginx=...`` leaves ``nginx:1.25`` alone). Unmapped references come back unchanged.
     """
-    mapping = {k: v for k, v in (overrides or {}).items() if is_image_reference(k)}
-    if reference in mapping:
-        return mapping[reference]
+    given = dict(overrides or {})
+    for exact in (reference, reference.removesuffix(":latest")):
+        if exact in given:
+            return given[exact]
+    mapping = {k: v for k, v in given.items() if is_image_reference(k)}
     repository = _repository(reference)
     return mapping.get(repository, reference)
 

@@ -596,7 +596,8 @@ class Gate:
         error_note = self._error_note(m)
         ref_label = "reference" if m.reference is not None else ""
         for b in self._applicable(m):
-            baseline_label = BASE_LABEL if m.base is not None else "baseline"
+            # the base revision judges (or should have judged) when its twin exists or failed to start
+            baseline_label = BASE_LABEL if m.base is not None or m.base_error else "baseline"
             label = (
                 baseline_label
                 if b.comparison == "baseline"

@@ -9,10 +9,12 @@ Nothing here imports pytest.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from pytest_netperf.baseline.policy import UPDATE_OPTION
+from pytest_netperf.measure.gate import BASE_LABEL
 from pytest_netperf.verdict.status import Status
 
 if TYPE_CHECKING:
@@ -123,19 +125,20 @@ def reference_names(
     for m in measurements:
         if m.reference is not None:
             out[(m.key, "reference")] = f"the same-run reference {m.reference.url}"
+        revision = f" {base_revision}" if base_revision else ""
         if m.base is not None:
-            revision = f" {base_revision}" if base_revision else ""
             out[(m.key, m.base.label)] = f"the base revision{revision} (same rounds)"
+        elif m.base_error:
+            out[(m.key, BASE_LABEL)] = f"the base revision{revision}, whose stack did not start"
         out[(m.key, STORED_BASELINE_LABEL)] = stored
     return out
 
 
 def _shared_notes(bad: Sequence[BudgetOutcome]) -> list[str]:
-    """Notes every failing outcome carries (test-level notes): said once, not per budget."""
-    if len(bad) < 2:
-        return []
-    first = bad[0].notes
-    return [n for n in dict.fromkeys(first) if all(n in o.notes for o in bad[1:])]
+    """Notes two or more failing outcomes carry (test-level notes, the base side's log): said
+    once, not per budget."""
+    counts = Counter(n for o in bad for n in dict.fromkeys(o.notes))
+    return [n for n in counts if counts[n] > 1]
 
 
 def _own_notes(outcome: BudgetOutcome, shared: Sequence[str], policy: str) -> list[str]:

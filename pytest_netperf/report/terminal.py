@@ -67,8 +67,10 @@ def terminal_table(rows: Sequence[Any], width: int = TABLE_WIDTH, verbose: bool 
     for row in rows:
         marker = ""
         if row.notes:
-            footnotes.append("; ".join(" ".join(n.split()) for n in row.notes))
-            marker = f"[{len(footnotes)}]"
+            text = "; ".join(" ".join(n.split()) for n in row.notes)
+            if text not in footnotes:  # the same note on several rows (a base side's log) is printed once
+                footnotes.append(text)
+            marker = f"[{footnotes.index(text) + 1}]"
         test = "" if row.test_id == previous else shorten_test_id(row.test_id, _MAX_TEST_WIDTH)
         previous = row.test_id
         cells.append(

@@ -97,6 +97,20 @@ def test_override_maps_images_and_labels_builds() -> None:
     assert "image" not in services["app"] and services["app"]["build"] == {"labels": LABELS}
 
 
+def test_an_untagged_image_is_mapped_by_its_role_key() -> None:
+    """``image: nginx`` (#27 item 4): the key the missing-image message recommends maps it."""
+    config = {
+        "services": {"edge": {"image": "nginx"}, "next": {"image": "nginx:latest"}, "old": {"image": "nginx:1.25"}}
+    }
+    overrides = {"nginx": "pytest-netperf/nginx:local"}
+    services = P.override_document(config, PROJECT, LABELS, overrides)["services"]
+    assert services["edge"]["image"] == services["next"]["image"] == "pytest-netperf/nginx:local"
+    assert services["old"]["image"] == "nginx:1.25"  # a role key is not a repository key
+    message = P.missing_image_message("edge", "nginx", "nginx", pull_enabled=False)
+    assert "--netperf-image nginx=pytest-netperf/nginx:local" in message
+    assert P.image_plan(config, ["edge"], overrides) == {"edge": ("nginx", "pytest-netperf/nginx:local")}
+
+
 def test_override_gives_fixed_container_names_a_project_unique_one() -> None:
     services = P.override_document(CONFIG, PROJECT, LABELS)["services"]
     assert services["edge"]["container_name"] == f"{PROJECT}-edge"

@@ -16,7 +16,9 @@ from netperf_rounds import make_round
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.measure.gate import Gate, GateSettings
-from pytest_netperf.report.failure import failure_text
+from pytest_netperf.report.failure import FailureContext, failure_text, reference_names
+from pytest_netperf.report.rows import row_for_outcome
+from pytest_netperf.report.terminal import terminal_table
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.runtime.docker import Endpoint
 from pytest_netperf.verdict.status import Status
@@ -109,6 +111,23 @@ def test_a_base_stack_that_failed_to_start_makes_its_budgets_invalid_never_pass(
     assert "base side INVALID" in invalid.notes[0] and "nginx: [emerg]" in invalid.notes[0]
     assert outcomes["errors == 0"].status is Status.PASS
     assert "nginx: [emerg]" in (failure_text(list(outcomes.values()), "pass") or "")
+
+
+def test_a_failed_base_side_names_the_base_revision_and_says_its_log_once() -> None:
+    """#27 item 6: the budgets were to be judged against the base revision, not the stored
+    baseline; with two of them the base side's log is said once, in the failure text and in
+    the terminal table's footnotes."""
+    error = "the base revision's stack (main, abc1234) did not come up: service 'edge' exited (1)\nnginx: [emerg]"
+    g = gate(["rps >= 0.9x base", "p90 <= 1.2x base", "errors == 0"], {HEAD: 10_000.0}, [])
+    g.measure(Target(HEAD, base_error=error), connections=8)
+    outcomes = g.finish()
+    base_rows = [o for o in outcomes if o.budget.comparison == "baseline"]
+    assert [(o.status, o.reference_label) for o in base_rows] == [(Status.INVALID, "base")] * 2
+    text = failure_text(outcomes, "fail", FailureContext(references=reference_names(g.measurements, "c", "main")))
+    assert text is not None and text.count("nginx: [emerg]") == 1, text
+    assert "vs the base revision main, whose stack did not start" in text and "stored baseline" not in text
+    rows = [row_for_outcome(o, g) for o in outcomes]
+    assert terminal_table(rows).count("did not come up") == 1
 
 
 def test_a_target_without_a_twin_is_judged_against_the_stored_baseline() -> None:
