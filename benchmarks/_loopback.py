@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator, Optional
 
+from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
-from pytest_netperf.runtime.runners import find_driver_binary
 
 NGINX_CANDIDATES = ("/usr/sbin/nginx", "/usr/bin/nginx")
 

@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _loopback import echo_server, median, nginx, process_cpu_s, run_measured
 
-from pytest_netperf.runtime.runners import find_driver_binary
+from pytest_netperf.runtime.commands import find_driver_binary
 
 
 def drive(url: str, *args: str, duration_s: float) -> dict:

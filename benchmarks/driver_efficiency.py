@@ -28,7 +28,7 @@ from typing import Callable, Optional
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _loopback import ChildRun, median, nginx, run_measured
 
-from pytest_netperf.runtime.runners import find_driver_binary
+from pytest_netperf.runtime.commands import find_driver_binary
 
 TIME_BUDGET_S = 115.0
 

@@ -30,8 +30,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _loopback import free_port, median, run_measured, stop_process, wait_for_port
 
+from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.l4_paths import core_pair
-from pytest_netperf.runtime.runners import find_driver_binary
 
 
 @dataclass

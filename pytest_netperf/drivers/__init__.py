@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 from pytest_netperf.drivers.base import Driver
 from pytest_netperf.errors import NetperfError
-from pytest_netperf.runtime.runners import CommandRunner
+from pytest_netperf.runtime.commands import CommandRunner
 
 if TYPE_CHECKING:
     from pytest_netperf.drivers.locust.session import SessionPool

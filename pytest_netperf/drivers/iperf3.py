@@ -23,7 +23,7 @@ from pytest_netperf import defaults
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import DriverError, DriverNotFoundError, NetperfError
 from pytest_netperf.results.model import ClientHealth, LatencySummary, RoundResult, TransportStats
-from pytest_netperf.runtime.runners import CommandOutcome, CommandRunner, LocalRunner
+from pytest_netperf.runtime.commands import CommandOutcome, CommandRunner, LocalRunner
 
 #: The program's name on PATH (host) or in the image (container).
 BINARY_NAME = "iperf3"

@@ -9,7 +9,7 @@ from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.rust_json import round_from_driver_json
 from pytest_netperf.errors import DriverError
 from pytest_netperf.results.model import RoundResult
-from pytest_netperf.runtime.runners import BINARY_NAME, CommandOutcome, CommandRunner, LocalRunner
+from pytest_netperf.runtime.commands import BINARY_NAME, CommandOutcome, CommandRunner, LocalRunner
 
 #: Extra seconds a run may take beyond warmup + duration + timeout before it is killed.
 RUN_GRACE_S = 30.0

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
 from pytest_netperf.measure.system_costs import CostProbe
 from pytest_netperf.results.model import WireCounters
-from pytest_netperf.runtime.runners import CommandRunner
+from pytest_netperf.runtime.commands import CommandRunner
 
 
 class WireCounter(Protocol):

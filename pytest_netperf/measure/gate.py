@@ -33,7 +33,7 @@ from pytest_netperf.measure.targets import host_header
 from pytest_netperf.measure.validity import samples_problem, saturation_problem
 from pytest_netperf.measure.wire_counts import run_with_wire
 from pytest_netperf.results.model import RoundResult
-from pytest_netperf.runtime.runners import CommandRunner
+from pytest_netperf.runtime.commands import CommandRunner
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
 from pytest_netperf.verdict.error_control import alpha_for_look

@@ -35,7 +35,7 @@ from pytest_netperf.report.aa_control import noise_floor_note
 from pytest_netperf.report.failure import FailureContext, failure_text, reference_names
 from pytest_netperf.report.rows import invalid_rows, measurement_summary, row_for_outcome
 from pytest_netperf.report.session_report import HTML_NAME, SessionReport
-from pytest_netperf.runtime.runners import LocalRunner
+from pytest_netperf.runtime.commands import LocalRunner
 from pytest_netperf.settings import Settings, resolve_driver_cpus, strict_default
 from pytest_netperf.verdict.calibration import NoiseFloor, estimate_noise, load_noise, noise_path, save_noise
 from pytest_netperf.verdict.status import Status

@@ -40,11 +40,12 @@ from pytest_netperf.errors import NetperfError
 from pytest_netperf.images.resolve import resolve_image, resolve_reference
 from pytest_netperf.revision.diff import CHANGES_FACT
 from pytest_netperf.runtime.cleanup import clean_network
+from pytest_netperf.runtime.commands import CommandRunner
 from pytest_netperf.runtime.costs import Member, SystemProbe
 from pytest_netperf.runtime.host_ports import port_free
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.resources import CoreSplit, default_split
-from pytest_netperf.runtime.runners import CommandRunner, ContainerRunner
+from pytest_netperf.runtime.runners import ContainerRunner
 from pytest_netperf.runtime.wire import WireProbe, container_pid
 from pytest_netperf.topology.model import Node, Topology
 from pytest_netperf.topology.render.containers import ContainerSpec, container_specs

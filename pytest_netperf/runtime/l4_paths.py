@@ -24,8 +24,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Optional
 
+from pytest_netperf.runtime.commands import LocalRunner
 from pytest_netperf.runtime.docker import Endpoint, RunningTopology
-from pytest_netperf.runtime.runners import ContainerRunner, LocalRunner
+from pytest_netperf.runtime.runners import ContainerRunner
 
 #: The fact every L4 row carries, naming its path.
 PATH_FACT = "path"

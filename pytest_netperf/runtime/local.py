@@ -11,8 +11,8 @@ from types import TracebackType
 from typing import Optional
 
 from pytest_netperf.errors import DriverError
+from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.process_guard import driver_preexec
-from pytest_netperf.runtime.runners import find_driver_binary
 
 
 class LocalEchoServer:

@@ -30,8 +30,8 @@ from pytest_netperf.errors import DriverError, DriverNotFoundError
 from pytest_netperf.measure.validity import samples_problem
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.runtime import process_guard
+from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
-from pytest_netperf.runtime.runners import find_driver_binary
 
 try:
     BINARY = find_driver_binary()

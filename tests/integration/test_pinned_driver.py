@@ -26,9 +26,10 @@ from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import DriverNotFoundError, RuntimeUnavailable
 from pytest_netperf.images.resolve import LOCAL_IMAGES
+from pytest_netperf.runtime.commands import LocalRunner, find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
 from pytest_netperf.runtime.resources import usable_cores
-from pytest_netperf.runtime.runners import ContainerRunner, LocalRunner, find_driver_binary
+from pytest_netperf.runtime.runners import ContainerRunner
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning needs Linux")
 

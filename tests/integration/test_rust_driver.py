@@ -17,8 +17,8 @@ from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.errors import DriverError, DriverNotFoundError
 from pytest_netperf.results.histogram import decode_histogram, percentile_ns
+from pytest_netperf.runtime.commands import LocalRunner, find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
-from pytest_netperf.runtime.runners import LocalRunner, find_driver_binary
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "driver" / "schema.json").read_text())
 

@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_netperf.errors import DriverNotFoundError
+from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
-from pytest_netperf.runtime.runners import find_driver_binary
 
 try:
     find_driver_binary()

@@ -9,8 +9,8 @@ from typing import Iterator
 import pytest
 
 from pytest_netperf.errors import DriverNotFoundError
+from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
-from pytest_netperf.runtime.runners import find_driver_binary
 
 # Never import locust here: it monkey-patches the process with gevent. Look it up only.
 if importlib.util.find_spec("locust") is None:  # pragma: no cover - depends on the machine

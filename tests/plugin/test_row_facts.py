@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_netperf.errors import DriverNotFoundError
+from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
 from pytest_netperf.runtime.resources import usable_cores
-from pytest_netperf.runtime.runners import find_driver_binary
 from pytest_netperf.settings import resolve_driver_cpus
 
 FAST = [

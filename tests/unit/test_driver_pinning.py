@@ -23,10 +23,10 @@ from pytest_netperf.drivers.locust.processes import ProcessGroups
 from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.errors import DriverError, NetperfError
 from pytest_netperf.measure.gate import DRIVER_CORES_FACT, series_facts
+from pytest_netperf.runtime.commands import CommandOutcome, LocalRunner
 from pytest_netperf.runtime.docker import Endpoint
 from pytest_netperf.runtime.process_guard import check_cores
 from pytest_netperf.runtime.resources import default_split, usable_cores
-from pytest_netperf.runtime.runners import CommandOutcome, LocalRunner
 from pytest_netperf.settings import SettingError, Settings, check_driver_cpus, resolve_driver_cpus
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning needs Linux")

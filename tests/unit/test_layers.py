@@ -7,6 +7,8 @@ functions and under ``TYPE_CHECKING`` included), so a cycle cannot hide in a laz
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -155,3 +157,21 @@ def test_the_core_imports_no_pytest(graph: dict[str, set[str]]) -> None:
             if any(n == "pytest" or n.startswith(("pytest.", "_pytest")) for n in names):
                 offenders.append(module)
     assert not offenders, f"the core imports pytest: {sorted(set(offenders))}"
+
+
+def test_the_locust_worker_imports_without_the_docker_sdk() -> None:
+    """The Locust worker image holds the package's sources with locust, hdrhistogram and psutil
+    only: the public API, the CLI and the worker must import without ``docker``/``requests``."""
+    probe = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('docker', 'requests'):\n"
+        "            raise ImportError('not in the worker image: ' + name)\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import pytest_netperf, pytest_netperf.cli.main, pytest_netperf.drivers.locust.worker_service\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=PACKAGE.parent, check=False
+    )
+    assert done.returncode == 0, done.stderr

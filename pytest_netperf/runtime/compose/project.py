@@ -260,6 +260,25 @@ def override_document(
     return document
 
 
+def publishing_services(config: Mapping[str, Any]) -> list[str]:
+    """The services that publish ports on the host (``ports:``), sorted."""
+    return sorted(name for name, service in services_of(config).items() if service.get("ports"))
+
+
+def without_host_ports(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` with no port published on the host: its services keep listening on their
+    container ports, which the driver reaches by the container's network address. A published
+    port would clash with the base twin's (``--netperf-base``), another xdist worker's stack, or
+    anything on the host that holds it; Compose merges ``ports`` from an override file instead
+    of replacing them, so the stack runs from this copy of its normalised configuration."""
+    document = dict(config)
+    document["services"] = {
+        name: {key: value for key, value in service.items() if key != "ports"}
+        for name, service in services_of(config).items()
+    }
+    return document
+
+
 def override_yaml(document: Mapping[str, Any]) -> str:
     """The override document as YAML text."""
     return yaml.safe_dump(dict(document), sort_keys=True, default_flow_style=False)

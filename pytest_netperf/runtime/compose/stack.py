@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import yaml
 from docker import DockerClient
 from docker.errors import APIError, ImageNotFound, NotFound
 from docker.models.containers import Container
@@ -109,9 +110,13 @@ class _Project:
     name: str
     project_dir: Path | None
     env: dict[str, str] = field(default_factory=dict)
+    #: The file Compose runs instead of ``file`` (its normalised copy without host ports);
+    #: ``file`` stays the team's, for every message.
+    run_file: Path | None = None
 
     def args(self, *command: str) -> list[str]:
-        files = ["-f", str(self.file)] + (["-f", str(self.override)] if self.override else [])
+        main = self.run_file or self.file
+        files = ["-f", str(main)] + (["-f", str(self.override)] if self.override else [])
         directory = ["--project-directory", str(self.project_dir)] if self.project_dir else []
         return [*files, "-p", self.name, *directory, *command]
 
@@ -179,6 +184,8 @@ class ComposeLauncher:
         temp = session_folder(self.session_id, name.removeprefix(f"netperf-{self.session_id}-"))
         project.override = temp / "netperf-override.yml"
         project.override.write_text(P.override_yaml(document))
+        if P.publishing_services(config):
+            project.run_file = self._unpublished_copy(project, temp, timings)
         stack = ComposeStack(
             project=project,
             client=self.client,
@@ -227,6 +234,26 @@ class ComposeLauncher:
                 f"(exit status {done.returncode}) said:\n{said}"
             )
         return P.parse_config(done.stdout, project.file)
+
+    def _unpublished_copy(self, project: _Project, temp: Path, timings: dict[str, float]) -> Path:
+        """The stack's configuration, variables not yet interpolated (Compose does that at ``up``
+        with the same environment), with no port published on the host
+        (:func:`~pytest_netperf.runtime.compose.project.without_host_ports`)."""
+        began = time.monotonic()
+        done = project.execute("config", "--no-interpolate", timeout_s=CONFIG_TIMEOUT_S)
+        timings["config"] = timings.get("config", 0.0) + time.monotonic() - began
+        if done.returncode != 0:
+            said = _tail((done.stderr or "") + (done.stdout or ""), OUTPUT_TAIL_LINES) or "(nothing)"
+            raise ComposeFileError(
+                f"Compose file {project.file}: `{' '.join(project.cli.argv)} config --no-interpolate` "
+                f"(exit status {done.returncode}), needed to leave its published host ports out, said:\n{said}"
+            )
+        raw = yaml.safe_load(done.stdout) or {}
+        copy = temp / "netperf-stack.yml"
+        copy.write_text(P.override_yaml(P.without_host_ports(raw)))
+        if project.project_dir is None:  # relative paths and .env as from the team's file
+            project.project_dir = project.file.parent
+        return copy
 
     def _check_images(self, file: Path, plan: Mapping[str, tuple[str, str]]) -> None:
         missing: list[str] = []
