@@ -111,6 +111,27 @@ def test_an_untagged_image_is_mapped_by_its_role_key() -> None:
     assert P.image_plan(config, ["edge"], overrides) == {"edge": ("nginx", "pytest-netperf/nginx:local")}
 
 
+def test_published_host_ports_are_left_out_of_the_stack_netperf_runs() -> None:
+    """#27 item 3: ``ports: ["80:80"]`` would clash with the base twin; the services keep
+    their container ports, the rest of the configuration stays as it was."""
+    config = {
+        "version": "3.9",
+        "services": {
+            "edge": {"image": "nginx", "ports": ["80:80", {"target": 81, "published": 8081}], "expose": ["80"]},
+            "app": {"image": "pytest-netperf/echo:local", "environment": {"A": "$${HOME}"}},
+        },
+        "networks": {"back": {}},
+    }
+    assert P.publishing_services(config) == ["edge"]
+    stripped = P.without_host_ports(config)
+    assert P.publishing_services(stripped) == []
+    assert stripped["services"]["edge"] == {"image": "nginx", "expose": ["80"]}
+    assert stripped["services"]["app"] == config["services"]["app"]
+    assert (stripped["version"], stripped["networks"]) == ("3.9", {"back": {}})
+    assert config["services"]["edge"]["ports"], "the stack's own configuration is left as it was"
+    assert P.known_ports(config["services"]["edge"]) == [80, 81]  # what the endpoints use
+
+
 def test_override_gives_fixed_container_names_a_project_unique_one() -> None:
     services = P.override_document(CONFIG, PROJECT, LABELS)["services"]
     assert services["edge"]["container_name"] == f"{PROJECT}-edge"

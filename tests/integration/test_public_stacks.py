@@ -1,0 +1,120 @@
+"""Public-style Compose stacks under ``--netperf-base`` (#27): the shapes teams publish, with
+their proxy configs as written, must give an unchanged pull request a green gate with a
+complete report, and a harmful change a red one.
+
+``tests/corpus/nginx_published``: an untagged ``image: nginx`` (mapped by the role key),
+host ports published for both services (the base twin comes up beside the head), and a
+query-string target (``with_query``) that both sides must be measured with.
+
+Real containers through Compose; each run is 3 to 8 rounds of 1 s per side.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from docker_helpers import skip_without_compose_stack_parts
+
+pytestmark = pytest.mark.docker
+
+CORPUS = Path(__file__).resolve().parents[1] / "corpus"
+NGINX_GATE = """
+import pytest
+
+from pytest_netperf import with_query
+
+
+@pytest.mark.netperf("rps >= 0.7x base", "errors == 0")
+def test_proxy_against_base(netperf, netperf_compose):
+    stack = netperf_compose("nginx_published/docker-compose.yml")
+    netperf.measure(with_query(stack.endpoint("proxy"), size=16384), connections=16)
+"""
+INI = """
+[pytest]
+netperf_images =
+    nginx=pytest-netperf/nginx:local
+"""
+RUN = [
+    "-m",
+    "netperf",
+    "--netperf-base=main",
+    "--netperf-rounds=3",
+    "--netperf-max-rounds=8",
+    "--netperf-duration=1",
+    "--netperf-warmup=0.5",
+    "--netperf-json=results.json",
+    "-p",
+    "no:cacheprovider",
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def needs_docker_compose_and_images() -> None:
+    skip_without_compose_stack_parts()
+
+
+def git(repo: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.email=ci@example.com", "-c", "user.name=CI", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout
+
+
+def team_repo(pytester: pytest.Pytester, stack: str, gate: str) -> Path:
+    """A repository whose ``main`` holds the corpus stack and the gate; returns the stack's folder."""
+    shutil.copytree(CORPUS / stack, pytester.path / stack)
+    (pytester.path / "pytest.ini").write_text(INI)
+    (pytester.path / "test_gate.py").write_text(gate)
+    (pytester.path / ".gitignore").write_text(".netperf/\nresults.json\n__pycache__/\n")
+    git(pytester.path, "init", "-q", "-b", "main")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    return pytester.path / stack
+
+
+def report(pytester: pytest.Pytester) -> dict:
+    return json.loads((pytester.path / "results.json").read_text())
+
+
+def rows(doc: dict) -> dict[str, dict]:
+    return {row["budget"]: row for row in doc["rows"]}
+
+
+def test_published_ports_untagged_image_and_a_query_unchanged_is_green_with_both_sides_alike(
+    pytester: pytest.Pytester,
+) -> None:
+    team_repo(pytester, "nginx_published", NGINX_GATE)
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == 0, result.stdout.str()
+    doc = report(pytester)
+    by_budget = rows(doc)
+    assert (by_budget["rps >= 0.7x base"]["verdict"], by_budget["rps >= 0.7x base"]["reference"]) == ("PASS", "base")
+    assert by_budget["errors == 0"]["verdict"] == "PASS"
+    (measurement,) = doc["results"]["test_gate.py::test_proxy_against_base"]
+    series = measurement["series"]
+    assert set(series) == {"candidate", "base"}
+    for side in ("candidate", "base"):  # the same request on both sides (#27 item 1)
+        assert series[side]["url"].endswith(":80/?size=16384"), series[side]["url"]
+        assert series[side]["rounds"] and all(r["ok"] > 0 for r in series[side]["rounds"])
+        received = [r["bytes_received"] / r["ok"] for r in series[side]["rounds"]]
+        assert min(received) > 16384, f"{side} got the 16 KiB responses the query asks for: {received}"
+    assert series["candidate"]["url"] != series["base"]["url"]  # two stacks, head and base
+
+
+def test_a_harmful_proxy_change_is_red(pytester: pytest.Pytester) -> None:
+    stack = team_repo(pytester, "nginx_published", NGINX_GATE)
+    config = stack / "nginx" / "default.conf"
+    config.write_text(config.read_text().replace("access_log off;", "access_log off;\n    limit_rate 200k;"))
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == 1, result.stdout.str()
+    by_budget = rows(report(pytester))
+    assert by_budget["rps >= 0.7x base"]["verdict"] == "FAIL"
+    result.stdout.fnmatch_lines(["*FAIL: 'rps >= 0.7x base'*vs the base revision main*"])
