@@ -43,7 +43,8 @@ from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.errors import InvalidMeasurement
 from pytest_netperf.images.resolve import resolve_image
-from pytest_netperf.measure.gate import Gate, GateSettings, Measurement
+from pytest_netperf.measure.gate import Gate, Measurement
+from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.targets import with_query
 from pytest_netperf.report.failure import inconclusive_fails
 from pytest_netperf.runtime.cleanup import clean_session

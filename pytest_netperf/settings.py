@@ -16,7 +16,7 @@ from pytest_netperf import defaults
 from pytest_netperf.baseline.machine import check_class_name
 from pytest_netperf.drivers import HTTP_DRIVER_NAMES
 from pytest_netperf.drivers.locust.worker_service import parse_master
-from pytest_netperf.measure.gate import GateSettings
+from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.runtime.resources import default_split, usable_cores
 from pytest_netperf.topology.resources import cpuset_text, parse_cpuset
 

@@ -10,10 +10,9 @@ Nothing here imports pytest.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Optional, Sequence
 
-from pytest_netperf import defaults
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.budget.metrics import ERROR_METRICS, metric_value
@@ -21,6 +20,7 @@ from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike, WireCounter
+from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
 from pytest_netperf.measure.system_costs import (
     CostProbe,
@@ -120,46 +120,19 @@ class BudgetOutcome:
         self.status = Status.parse(self.status)
 
 
-@dataclass(frozen=True)
-class GateSettings:
-    """The tunables a gate needs. The session's :class:`~pytest_netperf.settings.Settings`
-    extends this class, so each is defined once; a gate gets :meth:`gate_view` of them."""
-
-    rounds_min: int = defaults.ROUNDS_MIN
-    rounds_max: int = defaults.ROUNDS_MAX
-    round_batch: int = defaults.ROUND_BATCH
-    round_duration_s: float = defaults.ROUND_DURATION_S
-    warmup_s: float = defaults.WARMUP_S
-    #: Warmup of every round after a series' first (never longer than ``warmup_s``).
-    round_warmup_s: float = defaults.ROUND_WARMUP_S
-    confidence: float = defaults.CONFIDENCE
-    inconclusive: str = defaults.INCONCLUSIVE  # fail | warn | pass
-    calibrate: bool = False
-    max_lag_ms: float = defaults.MAX_LAG_MS
-    realtime: bool = False
-    #: A round whose driver was saturated is measured again this many times, then INVALID.
-    saturated_retries: int = defaults.SATURATED_ROUND_RETRIES
-
-    def gate_view(self, **overrides: Any) -> GateSettings:
-        """These settings as a gate sees them (only the gate's fields), with ``overrides``
-        (a test's marker options) applied."""
-        values = {f.name: getattr(self, f.name) for f in fields(GateSettings)}
-        values.update(overrides)
-        return GateSettings(**values)
-
-    def plan(self, rounds: Optional[int] = None) -> SequentialPlan:
-        """The sequential plan; ``rounds`` fixes the count (one look)."""
-        if rounds is not None:
-            return SequentialPlan.fixed(rounds)
-        return SequentialPlan(self.rounds_min, self.rounds_max, self.round_batch)
-
-
 #: The label of the base revision's twin series (``--netperf-base``) and of what its budgets were judged against.
 BASE_LABEL = "base"
 #: Why a budget against the stored baseline is NEW when there is no baseline at all.
 MISSING_BASELINE_NOTE = "no stored baseline: recorded as NEW (update with --netperf-update-baseline)"
 #: The fact the gate adds when the driver runs on some cores only.
 DRIVER_CORES_FACT = "driver cores"
+
+
+def round_plan(settings: GateSettings, rounds: Optional[int] = None) -> SequentialPlan:
+    """The sequential plan of ``settings``; ``rounds`` fixes the count (one look)."""
+    if rounds is not None:
+        return SequentialPlan.fixed(rounds)
+    return SequentialPlan(settings.rounds_min, settings.rounds_max, settings.round_batch)
 
 
 def series_facts(target: TargetLike, driver: Driver) -> dict[str, str]:
@@ -469,7 +442,7 @@ class Gate:
 
     def _run_rounds(self, m: Measurement, rounds: Optional[int]) -> None:
         """The sequential procedure (:func:`run_sequential`) over interleaved rounds."""
-        plan = self.settings.plan(rounds)
+        plan = round_plan(self.settings, rounds)
 
         def measure_more(k: int) -> None:
             done = len(m.candidate.rounds)

@@ -16,7 +16,7 @@ import pytest
 from pytest_netperf.budget.grammar import Budget, coerce_budget
 from pytest_netperf.drivers import HTTP_DRIVER_NAMES
 from pytest_netperf.errors import MarkerError
-from pytest_netperf.measure.gate import GateSettings
+from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.settings import INCONCLUSIVE_POLICIES, Settings, check_rounds, to_float, to_int
 
 MARKER = "netperf"

@@ -32,7 +32,8 @@ from pytest_netperf.images import inputs, resolve
 from pytest_netperf.images.inputs import driver_binary
 from pytest_netperf.images.layers import image_id
 from pytest_netperf.images.rootfs import ImageBuildError
-from pytest_netperf.measure.gate import Gate, GateSettings
+from pytest_netperf.measure.gate import Gate
+from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.targets import with_query
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.runtime.cleanup import clean_network

@@ -14,7 +14,8 @@ from netperf_rounds import make_round
 
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
-from pytest_netperf.measure.gate import BudgetOutcome, Gate, GateSettings
+from pytest_netperf.measure.gate import BudgetOutcome, Gate
+from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.report.failure import FailureContext, budget_line, failure_text, reference_names
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.verdict import stats

@@ -15,7 +15,8 @@ from netperf_rounds import make_round
 
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
-from pytest_netperf.measure.gate import Gate, GateSettings
+from pytest_netperf.measure.gate import Gate
+from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.report.failure import FailureContext, failure_text, reference_names
 from pytest_netperf.report.rows import row_for_outcome
 from pytest_netperf.report.terminal import terminal_table

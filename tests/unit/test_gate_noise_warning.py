@@ -5,7 +5,8 @@ from __future__ import annotations
 from netperf_rounds import make_round
 
 from pytest_netperf.budget.grammar import parse_budget
-from pytest_netperf.measure.gate import Gate, GateSettings
+from pytest_netperf.measure.gate import Gate
+from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.verdict.calibration import estimate_noise
 
 

@@ -11,7 +11,8 @@ from netperf_rounds import make_round
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import InvalidMeasurement
-from pytest_netperf.measure.gate import Gate, GateSettings
+from pytest_netperf.measure.gate import Gate
+from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.verdict.status import Status
 

@@ -10,7 +10,8 @@ import pytest
 
 import pytest_netperf
 from pytest_netperf.budget.grammar import parse_budget
-from pytest_netperf.measure.gate import Gate, GateSettings
+from pytest_netperf.measure.gate import Gate
+from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import LoadOptionError
 from pytest_netperf.plugin.tracebacks import cut_plugin_frames, plain_message
 

@@ -13,7 +13,8 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import BudgetSyntaxError, CgroupError, InvalidMeasurement, NetperfError
-from pytest_netperf.measure.gate import Gate, GateSettings
+from pytest_netperf.measure.gate import Gate
+from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.results.model import NodeCosts, RoundResult, SystemCosts
 from pytest_netperf.runtime.docker import Endpoint as RuntimeEndpoint
 from pytest_netperf.verdict.status import Status
