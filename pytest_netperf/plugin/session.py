@@ -26,7 +26,14 @@ from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.drivers.locust.session import SessionPool
-from pytest_netperf.errors import BaselineError, BudgetSyntaxError, InvalidMeasurement, MarkerError, NetperfError
+from pytest_netperf.errors import (
+    BaselineError,
+    BudgetSyntaxError,
+    InvalidMeasurement,
+    MarkerError,
+    NetperfError,
+    RevisionError,
+)
 from pytest_netperf.measure.gate import BudgetOutcome, DriverFactory, Gate
 from pytest_netperf.plugin.markers import MARKER, MarkerOptions, marker_budgets, marker_options
 from pytest_netperf.plugin.skips import UnchangedSkip
@@ -35,6 +42,7 @@ from pytest_netperf.report.aa_control import noise_floor_note
 from pytest_netperf.report.failure import FailureContext, failure_text, reference_names
 from pytest_netperf.report.rows import invalid_rows, measurement_summary, row_for_outcome
 from pytest_netperf.report.session_report import HTML_NAME, SessionReport
+from pytest_netperf.revision.git import repo_root, resolve
 from pytest_netperf.runtime.commands import LocalRunner
 from pytest_netperf.settings import Settings, resolve_driver_cpus, strict_default
 from pytest_netperf.verdict.calibration import NoiseFloor, estimate_noise, load_noise, noise_path, save_noise
@@ -120,6 +128,16 @@ class NetperfPlugin:
         self._aa_pairs: list[tuple[list[Any], list[Any]]] = []  # rounds of --netperf-calibrate
         #: The session's Locust master (workers attach once and serve every round); closed at the end.
         self.locust_sessions = SessionPool()
+
+    def check_base_revision(self) -> None:
+        """``--netperf-base REF`` names a commit of the repository: said before anything starts
+        (not after the head stack is up), with what to fetch in a shallow clone."""
+        if not self.settings.base:
+            return
+        try:
+            resolve(repo_root(self.config.rootpath), self.settings.base)
+        except RevisionError as exc:
+            raise pytest.UsageError(str(exc)) from None
 
     # ----------------------------------------------------------------- collection
     @pytest.hookimpl(wrapper=True)

@@ -17,7 +17,9 @@ Pytester subprocesses inherit the environment, so every test sets or unsets CI i
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -453,3 +455,32 @@ def test_strict_mode_fails_a_gate_whose_image_is_missing(
     assert f"image {missing}" in output or "Docker daemon not reachable" in output, output
     result.assert_outcomes(skipped=3, errors=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
+
+
+# ------------------------------------------------------------------ the base revision, before anything starts
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.email=ci@example.com", "-c", "user.name=CI", *args],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+    )
+
+
+def test_an_unknown_base_revision_is_a_usage_error_before_collection(pytester: pytest.Pytester) -> None:
+    """#27: an unknown ref was reported only after the head stack had started."""
+    pytester.makepyfile(test_gate="def test_never_runs():\n    raise AssertionError('collected and run')\n")
+    _git(pytester.path, "init", "-q", "-b", "main")
+    _git(pytester.path, "add", "-A")
+    _git(pytester.path, "commit", "-q", "-m", "base")
+    result = pytester.runpytest_subprocess("--netperf-base=origin/nope", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--netperf-base: unknown revision 'origin/nope': no such commit*"])
+    assert "collected" not in result.stdout.str()
+
+
+def test_a_base_revision_outside_a_git_repository_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_gate="def test_never_runs():\n    pass\n")
+    result = pytester.runpytest_subprocess("--netperf-base=main", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*is not inside a git repository; --netperf-base needs one*"])
