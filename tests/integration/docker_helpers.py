@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import json
 import subprocess
+from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
@@ -98,3 +99,15 @@ def skip_without_images(*roles: str) -> None:
             resolve_image(role, None, client)
     except (RuntimeUnavailable, ImageMissingError) as exc:
         pytest.skip(str(exc))
+
+
+def git(repo: Path, *args: str) -> str:
+    """``git args`` in ``repo`` as a CI bot (its own identity); stdout, CalledProcessError on failure."""
+    done = subprocess.run(
+        ["git", "-c", "user.email=ci@example.com", "-c", "user.name=CI", *args],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return done.stdout

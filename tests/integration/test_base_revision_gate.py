@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from docker_helpers import skip_without_compose_stack_parts
+from docker_helpers import git, skip_without_compose_stack_parts
 
 pytestmark = pytest.mark.docker
 
@@ -50,17 +49,6 @@ RUN = [
 @pytest.fixture(scope="module", autouse=True)
 def needs_docker_compose_and_images() -> None:
     skip_without_compose_stack_parts()
-
-
-def git(repo: Path, *args: str) -> str:
-    done = subprocess.run(
-        ["git", "-c", "user.email=ci@example.com", "-c", "user.name=CI", *args],
-        cwd=repo,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout
 
 
 def team_repo(pytester: pytest.Pytester) -> Path:
