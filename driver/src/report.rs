@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::health::{saturation_reasons, CpuTimes, HealthInputs, ThreadUsage};
+use crate::health::{cpu_bound, saturation_reasons, CpuTimes, HealthInputs, ThreadUsage};
 use crate::hist::{summarize, LatencyStats};
 use crate::load::plan::Plan;
 use crate::load::stats::{ErrorKind, ThreadStats, ERROR_NAMES};
@@ -112,6 +112,8 @@ pub struct Client {
     pub schedule_lag_p99_ns: Option<u64>,
     pub achieved_ratio: Option<f64>,
     pub saturated: bool,
+    /// Some load thread's own CPU was pegged (false: a saturated run waited for CPUs).
+    pub cpu_bound: bool,
     pub saturation_reasons: Vec<String>,
 }
 
@@ -269,6 +271,7 @@ impl Document {
                 schedule_lag_p99_ns: lag_p99,
                 achieved_ratio,
                 saturated: !reasons.is_empty(),
+                cpu_bound: cpu_bound(&facts.threads),
                 saturation_reasons: reasons,
             },
         }

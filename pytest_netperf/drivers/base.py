@@ -48,6 +48,19 @@ class LoadShape:
             load += f" {self.payload}B"
         return f"{load} {self.duration_s:g}s (+{self.warmup_s:g}s warmup)"
 
+    def describe_request(self, url: str) -> str:
+        """The exact request a round sends and how, e.g. ``GET http://10.0.0.2:80/?size=16384,
+        Host: shop.example, 512-byte body; c=16 closed 1s (+0.5s warmup)``."""
+        parts = [f"{self.method} {url}" if url.startswith("http") else url]
+        parts += [f"{name}: {value}" for name, value in self.headers]
+        if self.body_size:
+            parts.append(f"{self.body_size}-byte body")
+        if self.new_connection_per_request:
+            parts.append("a new connection per request")
+        if self.rate and self.arrival != "constant":
+            parts.append(f"{self.arrival} arrivals")
+        return ", ".join(parts) + f"; {self.describe()}"
+
 
 class Driver(Protocol):
     """Anything that can measure one round."""

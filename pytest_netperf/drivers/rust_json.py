@@ -65,6 +65,7 @@ def round_from_driver_json(doc: Mapping[str, Any]) -> RoundResult:
             schedule_lag_p99_ns=cli.get("schedule_lag_p99_ns"),
             achieved_ratio=cli.get("achieved_ratio"),
             saturated=bool(cli.get("saturated", False)),
+            cpu_bound=bool(cli.get("cpu_bound", True)),
             saturation_reasons=list(cli.get("saturation_reasons", [])),
         ),
         connections=cfg.get("connections"),

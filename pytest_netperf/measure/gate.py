@@ -19,6 +19,7 @@ from pytest_netperf.budget.metrics import ERROR_METRICS, metric_value
 from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
+from pytest_netperf.measure.contention import both_sides_starved, shared_cores, starved_by_stack, starved_note
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike, WireCounter
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
@@ -73,6 +74,8 @@ class Series:
     costs: Optional[CostProbe] = None
     #: Reads the server interface's packet counters around each L4 round (None: not counted).
     wire: Optional[WireCounter] = None
+    #: Why each kept round whose driver was saturated was the stack's doing (see measure/contention.py).
+    starved: list[str] = field(default_factory=list)
 
     def values(self, metric: str) -> list[float]:
         """Per-round values of ``metric``."""
@@ -404,12 +407,19 @@ class Gate:
             return run_with_wire(drive, series.wire, self.notes)
 
         needs_costs = bool(self._system_budgets)
+        shared = shared_cores(driver)
+        held_every_time = True
         for attempt in range(self.settings.saturated_retries + 1):
             result = run_with_costs(run, series.costs, where, needs_costs, self.notes)
             problem = saturation_problem(result)
             if not problem:
                 break
+            held = starved_by_stack(result, shared)
+            held_every_time = held_every_time and held is not None
             if attempt == self.settings.saturated_retries:
+                if held and held_every_time:  # the stack under test kept the driver's CPUs: what it measured
+                    series.starved.append(held)
+                    break
                 tries = f" in {attempt + 1} attempts" if attempt else ""
                 raise InvalidMeasurement(f"{where}: {problem}{tries}")
             self.notes.append(f"{where} measured again: {problem}")
@@ -428,8 +438,10 @@ class Gate:
 
     def _data_problem(self, m: Measurement, b: Budget) -> Optional[str]:
         """Why budget ``b`` has no data to be judged on in ``m`` (too few samples, no costs), or None."""
+        needed = {"reference": m.reference, "baseline": m.base}.get(b.comparison)
+        if needed is not None and m.candidate.starved and needed.starved:
+            return both_sides_starved(m.candidate.label, needed.label)
         for series in m.series():
-            needed = {"reference": m.reference, "baseline": m.base}.get(b.comparison)
             if series is m.candidate or series is needed:
                 problem = samples_problem(series.rounds, b.metric)
                 if problem:
@@ -600,6 +612,7 @@ class Gate:
             o = BudgetOutcome(self.test_id, m.key, b, v.status, v, [], label)
             if v.note:
                 o.notes.append(v.note)
+            o.notes.extend(starved_note(s.label, s.starved, len(s.rounds)) for s in m.series() if s.starved)
             closed_loop = closed_loop_note(b, m.candidate.rounds)
             if closed_loop:
                 o.notes.append(closed_loop)

@@ -87,11 +87,17 @@ def verdict_rank(verdict: str) -> int:
     return Status.parse(verdict).rank
 
 
+#: The fact naming the exact request a series was measured with (method, URL, headers, body, load).
+REQUEST_FACT = "request"
+
+
 def series_facts(m: Measurement) -> dict[str, dict[str, str]]:
-    """The facts of every series of ``m`` by label (candidate first), with what the system
-    under test spent per node; empty when none has any."""
+    """The facts of every series of ``m`` by label (candidate first): the exact request each
+    side was measured with, and what the system under test spent per node; empty when none has any."""
     facts = {s.label: dict(s.facts) for s in m.series()}
     for s in m.series():
+        if s.url:
+            facts[s.label][REQUEST_FACT] = s.shape.describe_request(s.url)
         spent = costs_fact(s.rounds)
         if spent:
             facts[s.label][SYSTEM_FACT] = spent

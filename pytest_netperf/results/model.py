@@ -68,6 +68,9 @@ class ClientHealth:
     schedule_lag_p99_ns: Optional[float] = None
     achieved_ratio: Optional[float] = None
     saturated: bool = False
+    #: The driver's own CPU was the limit (a load thread pegged). False with ``saturated``:
+    #: its threads waited for CPUs held by something else. Unknown counts as the driver's.
+    cpu_bound: bool = True
     saturation_reasons: list[str] = field(default_factory=list)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import socket
 import time
+from typing import Callable, Optional
 
 from docker.models.containers import Container
 
@@ -18,13 +19,21 @@ class NodeNotReady(NetperfError):
 class HttpReadiness:
     """Poll ``GET http://<address>:<port><path>`` until it answers 2xx (TCP connect when no path).
 
-    Fails early when the container exits. Timeout and poll interval are explicit.
+    Fails early when the container exits, or when ``give_up`` returns a reason (e.g. the
+    container listens on other ports only). Timeout and poll interval are explicit.
     """
 
     def __init__(
-        self, address: str, port: int, path: str | None, timeout_s: float = 30.0, poll_interval_s: float = 0.05
+        self,
+        address: str,
+        port: int,
+        path: str | None,
+        timeout_s: float = 30.0,
+        poll_interval_s: float = 0.05,
+        give_up: Optional[Callable[[], Optional[str]]] = None,
     ) -> None:
         self.address, self.port, self.path = address, port, path
+        self.give_up = give_up
         self.timeout_s = float(timeout_s)
         self.poll_interval_s = float(poll_interval_s)
         self.last_problem = "not probed yet"
@@ -45,6 +54,9 @@ class HttpReadiness:
             if status in ("exited", "dead"):
                 code = "" if exit_code is None else f" with exit code {exit_code}"
                 raise NodeNotReady(f"container exited ({status}){code} before {self.describe()} answered")
+            hopeless = self.give_up() if self.give_up is not None else None
+            if hopeless:
+                raise NodeNotReady(f"{self.describe()} not answering ({self.last_problem}): {hopeless}")
             if time.monotonic() >= deadline:
                 raise NodeNotReady(
                     f"{self.describe()} not ready after {self.timeout_s:.0f}s (last problem: {self.last_problem})"

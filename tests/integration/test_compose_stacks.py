@@ -10,9 +10,9 @@ bounded (the driver's 0.7 s run of docker_helpers.SHORT_LOAD).
 
 from __future__ import annotations
 
-import socket
 import tempfile
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -184,7 +184,8 @@ def test_via_dns_runs_the_driver_in_a_container_on_the_project_network(team_stac
 def test_unknown_service_or_port_lists_the_known_ones(team_stack: ComposeStack) -> None:
     with pytest.raises(ComposeUsageError, match=r"unknown service\(s\) 'gateway'; known services: app, edge"):
         team_stack.endpoint("gateway")
-    with pytest.raises(ComposeUsageError, match=r"port 8443 is not a known port of service 'edge'.*known ports: 80$"):
+    unknown = r"port 8443 is not a known port of service 'edge'.*known ports: 80; it listens on 80$"
+    with pytest.raises(ComposeUsageError, match=unknown):
         team_stack.endpoint("edge", port=8443)
     with pytest.raises(ComposeUsageError, match="unknown service"):
         team_stack.service("gateway")
@@ -217,6 +218,28 @@ def test_a_built_service_runs_and_its_image_goes_at_down(launcher: ComposeLaunch
         assert len(built) == 1 and "(built)" in endpoint.facts["images"]
         assert stack.timings["build"] > 0
     assert client.images.list(filters={"label": [f"{L.NETWORK}={stack.project}"]}) == []
+
+
+def test_a_declared_port_nothing_listens_on_fails_in_seconds_naming_the_listening_ones(
+    launcher: ComposeLauncher, tmp_path: Path
+) -> None:
+    """The echo image declares 8080 (EXPOSE); this service listens on 9000: asking for 8080
+    ends once the listening ports have stayed the same for 5 s, not after the 60 s ready timeout."""
+    compose_file = write_stack(
+        tmp_path,
+        f"""\
+        services:
+          app:
+            image: {ECHO}
+            command: ["netperf-driver", "echo", "--listen", "0.0.0.0:9000"]
+        """,
+    )
+    with launcher.up(StackSpec.build(compose_file)) as stack:
+        started = time.monotonic()
+        with pytest.raises(ComposeUsageError, match=r"listens on 9000, not on port 8080.*endpoint\('app', port=9000\)"):
+            stack.endpoint("app", port=8080)
+        assert time.monotonic() - started < 15
+        assert get(stack.endpoint("app", port=9000).url)[0] == 200
 
 
 def test_a_healthcheck_is_waited_for(launcher: ComposeLauncher, tmp_path: Path) -> None:
@@ -286,24 +309,24 @@ def test_a_service_that_exits_at_start_gives_its_exit_code_and_log_tail(
 
 
 def test_a_failing_up_quotes_compose(launcher: ComposeLauncher, tmp_path: Path) -> None:
-    with socket.socket() as taken:
-        taken.bind(("127.0.0.1", 0))
-        taken.listen()
-        port = taken.getsockname()[1]
-        compose_file = write_stack(
-            tmp_path,
-            f"""\
-            services:
-              app:
-                image: {ECHO}
-                command: ["netperf-driver", "echo", "--listen", "0.0.0.0:8080"]
-                ports: ["127.0.0.1:{port}:8080"]
-            """,
-        )
-        with pytest.raises(ComposeStartError) as caught:
-            launcher.up(StackSpec.build(compose_file))
+    """The engine refuses to create the container (a device that does not exist): the error
+    names the Compose file and quotes what Compose printed. (Host ports cannot make `up` fail:
+    the stack runs without publishing them.)"""
+    missing = f"/dev/netperf-absent-{uuid.uuid4().hex[:6]}"
+    compose_file = write_stack(
+        tmp_path,
+        f"""\
+        services:
+          app:
+            image: {ECHO}
+            command: ["netperf-driver", "echo", "--listen", "0.0.0.0:8080"]
+            devices: ["{missing}:/dev/x"]
+        """,
+    )
+    with pytest.raises(ComposeStartError) as caught:
+        launcher.up(StackSpec.build(compose_file))
     text = str(caught.value)
-    assert "`up` of" in text and str(compose_file) in text and str(port) in text
+    assert "`up` of" in text and str(compose_file) in text and missing in text
 
 
 def test_a_missing_compose_file_is_named(launcher: ComposeLauncher, tmp_path: Path) -> None:

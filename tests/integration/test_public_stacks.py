@@ -6,6 +6,11 @@ complete report, and a harmful change a red one.
 host ports published for both services (the base twin comes up beside the head), and a
 query-string target (``with_query``) that both sides must be measured with.
 
+``tests/corpus/envoy_front_proxy``: a front Envoy routing by path to two services, each
+behind a sidecar Envoy in the service's network namespace (``network_mode: service:X``),
+the Envoy image named by its official tag and published ports; the harmful change is the
+one seen on the Envoy sandbox, ``max_requests_per_connection: 1`` towards one service.
+
 Real containers through Compose; each run is 3 to 8 rounds of 1 s per side.
 """
 
@@ -32,11 +37,28 @@ def test_proxy_against_base(netperf, netperf_compose):
     stack = netperf_compose("nginx_published/docker-compose.yml")
     netperf.measure(with_query(stack.endpoint("proxy"), size=16384), connections=16)
 """
+ENVOY_GATE = """
+import pytest
+
+
+@pytest.mark.netperf("rps >= 0.7x base", "errors == 0")
+def test_front_proxy_against_base(netperf, netperf_compose):
+    stack = netperf_compose("envoy_front_proxy/docker-compose.yml")
+    front = stack.endpoint("front-envoy", port=8080, path="/service/2?size=512", host="shop.example")
+    netperf.measure(front, connections=8)
+"""
 INI = """
 [pytest]
 netperf_images =
     nginx=pytest-netperf/nginx:local
+    envoyproxy/envoy=pytest-netperf/envoy:local
 """
+ONE_REQUEST_PER_CONNECTION = """
+    typed_extension_protocol_options:
+      envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+        "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+        common_http_protocol_options: { max_requests_per_connection: 1 }
+        explicit_http_config: { http_protocol_options: {} }"""
 RUN = [
     "-m",
     "netperf",
@@ -105,4 +127,40 @@ def test_a_harmful_proxy_change_is_red(pytester: pytest.Pytester) -> None:
     assert result.ret == 1, result.stdout.str()
     by_budget = rows(report(pytester))
     assert by_budget["rps >= 0.7x base"]["verdict"] == "FAIL"
+    result.stdout.fnmatch_lines(["*FAIL: 'rps >= 0.7x base'*vs the base revision main*"])
+
+
+def test_envoy_front_proxy_with_sidecars_unchanged_is_green_with_the_same_request_on_both_sides(
+    pytester: pytest.Pytester,
+) -> None:
+    team_repo(pytester, "envoy_front_proxy", ENVOY_GATE)
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == 0, result.stdout.str()
+    doc = report(pytester)
+    by_budget = rows(doc)
+    assert [by_budget[b]["verdict"] for b in ("rps >= 0.7x base", "errors == 0")] == ["PASS", "PASS"]
+    (measurement,) = doc["results"]["test_gate.py::test_front_proxy_against_base"]
+    requests = {}
+    for side in ("candidate", "base"):
+        series = measurement["series"][side]
+        assert series["url"].endswith(":8080/service/2?size=512"), series["url"]
+        assert all(r["ok"] > 0 and r["status_codes"] == {"200": r["requests"]} for r in series["rounds"])
+        requests[side] = by_budget["rps >= 0.7x base"]["facts"][side]["request"]
+    for request in requests.values():  # each row states the exact request of each side
+        assert request.startswith("GET http://") and ":8080/service/2?size=512, Host: shop.example; c=8" in request
+    assert requests["candidate"].split(" ", 2)[2] == requests["base"].split(" ", 2)[2]
+    costs = measurement["series"]["candidate"]["system_costs"]
+    assert {"front-envoy", "service2-envoy", "service2"} <= set(costs), costs
+
+
+def test_envoy_one_request_per_upstream_connection_is_red(pytester: pytest.Pytester) -> None:
+    stack = team_repo(pytester, "envoy_front_proxy", ENVOY_GATE)
+    config = stack / "front-envoy.yaml"
+    text = config.read_text()
+    marker = "  - name: service2\n"
+    assert marker in text
+    config.write_text(text.replace(marker, marker.rstrip("\n") + ONE_REQUEST_PER_CONNECTION + "\n"))
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == 1, result.stdout.str()
+    assert rows(report(pytester))["rps >= 0.7x base"]["verdict"] == "FAIL"
     result.stdout.fnmatch_lines(["*FAIL: 'rps >= 0.7x base'*vs the base revision main*"])

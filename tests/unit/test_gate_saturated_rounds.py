@@ -1,5 +1,7 @@
 """A round whose load driver was saturated is measured again (a passing disturbance of a shared
-machine); a driver saturated on every attempt makes the test INVALID, never PASS or FAIL."""
+machine); a driver saturated on every attempt makes the test INVALID, never PASS or FAIL.
+A driver that only waited for CPUs the stack under test held measured the stack (#27 item 5):
+the round is judged, with a note, unless both sides of the comparison did it."""
 
 from __future__ import annotations
 
@@ -11,9 +13,10 @@ from netperf_rounds import make_round
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import InvalidMeasurement
+from pytest_netperf.measure import contention
 from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
-from pytest_netperf.results.model import RoundResult
+from pytest_netperf.results.model import NodeCosts, RoundResult, SystemCosts
 from pytest_netperf.verdict.status import Status
 
 
@@ -56,3 +59,111 @@ def test_a_driver_saturated_on_every_attempt_invalidates_the_test() -> None:
     with pytest.raises(InvalidMeasurement, match=r"round 2\): the load driver was saturated.* in 3 attempts"):
         gate_with(driver).measure("http://10.0.0.2/")
     assert driver.calls == 4
+
+
+# ---------------------------------------------------------------- starved by the stack (#27 item 5)
+
+HEAD, REF = "http://10.0.0.2/", "http://10.0.0.3/"
+
+
+def stack_costs(cores: float, span_s: float = 5.0) -> SystemCosts:
+    """The stack under test used ``cores`` on average over the round."""
+    proxy = NodeCosts(cpu_ns=int(cores * span_s * 1e9), mem_bytes=1 << 20, mem_peak_bytes=1 << 20)
+    return SystemCosts(nodes={"proxy": proxy}, served=5000, span_s=span_s)
+
+
+def waited(result: RoundResult, stack_cores: float, cpu_bound: bool = False) -> RoundResult:
+    """``result`` as a driver reports it that waited for CPUs (own CPU not pegged)."""
+    health = replace(
+        result.client,
+        saturated=True,
+        cpu_bound=cpu_bound,
+        saturation_reasons=["thread 0 never idle over the window: 40% on CPU + 58% waiting for a CPU (> 95%)"],
+    )
+    return replace(result, client=health, system=stack_costs(stack_cores))
+
+
+class SlowProxyDriver:
+    """Each URL has its throughput and the cores its stack burns; a stack above one core
+    starves the driver (which shares the machine's cores with it)."""
+
+    name = "rust"
+
+    def __init__(self, rps: dict[str, float], stack_cores: dict[str, float], cpus: str | None = None) -> None:
+        self.rps, self.stack_cores, self.cpus = rps, stack_cores, cpus
+        self.calls: list[str] = []
+
+    def run(self, url: str, shape: LoadShape) -> RoundResult:
+        self.calls.append(url)
+        result = make_round(rps=self.rps[url] * (1.0 + 0.01 * (len(self.calls) % 3 - 1)), url=url)
+        cores = self.stack_cores[url]
+        if cores > 1.0:
+            return waited(result, cores)
+        return replace(result, system=stack_costs(cores))
+
+
+@pytest.fixture
+def two_shared_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(contention, "usable_cores", lambda: [0, 1])
+
+
+def compare_gate(driver: SlowProxyDriver, budget: str = "rps >= 0.9x reference") -> Gate:
+    settings = GateSettings(rounds_min=4, rounds_max=4, round_duration_s=0.1, warmup_s=0.0, saturated_retries=2)
+    return Gate("t.py::test", [parse_budget(budget)], settings, driver_factory=lambda name, runner: driver)
+
+
+@pytest.mark.usefixtures("two_shared_cores")
+def test_a_proxy_that_starves_the_driver_fails_on_its_own_result_not_invalid() -> None:
+    driver = SlowProxyDriver({HEAD: 3000.0, REF: 10_000.0}, {HEAD: 1.8, REF: 0.6})
+    g = compare_gate(driver)
+    g.compare(HEAD, reference=REF)
+    (outcome,) = g.finish()
+    assert outcome.status is Status.FAIL, outcome.notes
+    assert outcome.verdict.estimate == pytest.approx(0.3, rel=0.05)
+    assert driver.calls.count(HEAD) == 4 * 3, "measured again twice (a neighbour's burst passes), then kept"
+    (note,) = [n for n in outcome.notes if n.startswith("candidate: in 4 of 4 round(s)")]
+    assert "the stack under test used 1.80 of the 2 cores it shares with the load driver" in note
+
+
+@pytest.mark.usefixtures("two_shared_cores")
+def test_both_sides_starving_the_driver_is_invalid_naming_the_runner() -> None:
+    g = compare_gate(SlowProxyDriver({HEAD: 9_000.0, REF: 10_000.0}, {HEAD: 1.7, REF: 1.6}))
+    g.compare(HEAD, reference=REF)
+    (outcome,) = g.finish()
+    assert outcome.status is Status.INVALID
+    assert "on both sides (candidate and reference)" in outcome.notes[0]
+    assert "too few cores for this load" in outcome.notes[0]
+
+
+@pytest.mark.usefixtures("two_shared_cores")
+def test_a_stack_that_held_the_cpus_only_once_does_not_excuse_the_driver() -> None:
+    class OnceBusy(SlowProxyDriver):
+        def run(self, url: str, shape: LoadShape) -> RoundResult:
+            result = super().run(url, shape)
+            return waited(result, stack_cores=1.8 if len(self.calls) == 1 else 0.2)
+
+    driver = OnceBusy({HEAD: 10_000.0}, {HEAD: 0.3})
+    with pytest.raises(InvalidMeasurement, match=r"the load driver was saturated.* in 3 attempts"):
+        compare_gate(driver, "rps > 10").measure(HEAD)
+
+
+@pytest.mark.usefixtures("two_shared_cores")
+def test_waiting_while_the_stack_was_idle_is_still_the_runner() -> None:
+    class Neighbour(SlowProxyDriver):
+        def run(self, url: str, shape: LoadShape) -> RoundResult:
+            return waited(super().run(url, shape), stack_cores=0.3)
+
+    driver = Neighbour({HEAD: 10_000.0}, {HEAD: 0.3})
+    with pytest.raises(InvalidMeasurement, match=r"the load driver was saturated.* in 3 attempts"):
+        compare_gate(driver, "rps > 10").measure(HEAD)
+    assert len(driver.calls) == 3
+
+
+@pytest.mark.usefixtures("two_shared_cores")
+def test_a_pinned_or_cpu_bound_driver_is_never_excused() -> None:
+    assert contention.starved_by_stack(waited(make_round(), 1.9), shared_cores=2)
+    assert contention.starved_by_stack(waited(make_round(), 1.9, cpu_bound=True), shared_cores=2) is None
+    assert contention.starved_by_stack(waited(make_round(), 1.9), shared_cores=None) is None
+    assert contention.starved_by_stack(replace(waited(make_round(), 1.9), system=None), shared_cores=2) is None
+    assert contention.shared_cores(SlowProxyDriver({}, {}, cpus="0")) is None
+    assert contention.shared_cores(SlowProxyDriver({}, {})) == 2

@@ -13,6 +13,7 @@ import pytest
 from netperf_rounds import make_round
 
 from pytest_netperf.budget.grammar import Budget
+from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.measure.gate import BudgetOutcome
 from pytest_netperf.report.json_report import strict_jsonable, write_json
 from pytest_netperf.report.rows import ReportRow, row_for_outcome
@@ -89,7 +90,13 @@ def test_a_real_verdict_with_an_undefined_mde_is_written_as_null(tmp_path: Path)
     assert math.isnan(verdict.mde)
     outcome = BudgetOutcome(TEST, "default", budget, verdict.status, verdict, [], "absolute")
     candidate = SimpleNamespace(
-        label="candidate", rounds=[make_round()] * 3, driver="rust", where="host", facts={"driver cores": "0"}
+        label="candidate",
+        url="http://10.0.0.2:80/",
+        shape=LoadShape(connections=4),
+        rounds=[make_round()] * 3,
+        driver="rust",
+        where="host",
+        facts={"driver cores": "0"},
     )
     measurement = SimpleNamespace(candidate=candidate, series=lambda: [candidate])
     gate = SimpleNamespace(test_id=TEST, measurement=lambda key: measurement)
@@ -98,7 +105,9 @@ def test_a_real_verdict_with_an_undefined_mde_is_written_as_null(tmp_path: Path)
     assert report.write_reports() == [tmp_path / "out.json"]
     (row,) = strict_loads((tmp_path / "out.json").read_text())["rows"]
     assert row["raw"]["mde"] is None and row["verdict"] == "FAIL"
-    assert row["facts"] == {"candidate": {"driver cores": "0"}}
+    assert row["facts"] == {
+        "candidate": {"driver cores": "0", "request": "GET http://10.0.0.2:80/; c=4 closed 5s (+1s warmup)"}
+    }
 
 
 @pytest.mark.parametrize(

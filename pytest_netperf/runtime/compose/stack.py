@@ -40,6 +40,7 @@ from pytest_netperf.runtime.compose import project as P
 from pytest_netperf.runtime.compose.cli import ComposeCli
 from pytest_netperf.runtime.costs import Member, SystemProbe
 from pytest_netperf.runtime.docker import LOG_TAIL_LINES, Endpoint, TopologyGuard
+from pytest_netperf.runtime.listening import ListenWatch, listening_ports
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.resources import CoreSplit, default_split
 from pytest_netperf.runtime.runners import ContainerRunner
@@ -577,15 +578,26 @@ class ComposeStack:
         exposed = (container.attrs.get("Config") or {}).get("ExposedPorts") or {}
         known = P.known_ports(P.services_of(self.config)[service], exposed.keys())
         timeout = self._ready_timeout_s if port in known else UNKNOWN_PORT_PROBE_S
-        probe = HttpReadiness(address, port, None, timeout, self._poll_interval_s)
+        pid = int((container.attrs.get("State") or {}).get("Pid") or 0)
+        watch = ListenWatch(lambda: listening_ports(pid, str(container.id)), port)
+        probe = HttpReadiness(address, port, None, timeout, self._poll_interval_s, give_up=watch.problem)
         try:
             probe.wait_until_ready(container)
         except NodeNotReady as exc:
+            if watch.gave_up_on:
+                shown = ", ".join(str(p) for p in sorted(watch.gave_up_on))
+                raise ComposeUsageError(
+                    f"endpoint({service!r}, port={port}): service {service!r} of {self.file} listens on {shown}, "
+                    f"not on port {port} ({exc}); pass the port its configuration listens on, e.g. "
+                    f"endpoint({service!r}, port={min(watch.gave_up_on)})"
+                ) from exc
             if port not in known:
                 shown = ", ".join(str(p) for p in known) or "none (no ports, expose or EXPOSE)"
+                listening = listening_ports(pid, str(container.id))
+                heard = f"; it listens on {', '.join(str(p) for p in sorted(listening))}" if listening else ""
                 raise ComposeUsageError(
                     f"endpoint({service!r}, port={port}): port {port} is not a known port of service "
-                    f"{service!r} and nothing answers on it ({probe.last_problem}); known ports: {shown}"
+                    f"{service!r} and nothing answers on it ({probe.last_problem}); known ports: {shown}{heard}"
                 ) from exc
             raise ComposeStartError(
                 f"service {service!r} of {self.file}: port {port} not ready: {exc}\n{_log_section(service, container)}"
