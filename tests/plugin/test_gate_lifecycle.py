@@ -34,11 +34,15 @@ FAST = [
     "no:cacheprovider",
 ]
 
+# 10x, not tighter: a stored baseline of 3 rounds judged against 3 new ones on a loaded
+# 2-core machine gave intervals up to [0.41x, 3.68x] on an unchanged echo server (an
+# INCONCLUSIVE that the lifecycle steps must not depend on); the regression (delay=3ms
+# against a p50 of 30-100 us) is 30x or more.
 LATENCY_GATE = """
 import os
 import pytest
 
-@pytest.mark.netperf("p50 <= 3x baseline", "p50 < 50ms")
+@pytest.mark.netperf("p50 <= 10x baseline", "p50 < 50ms")
 def test_echo_latency(netperf):
     netperf.measure(os.environ["NETPERF_TEST_URL"], rate=200, connections=2)
 """
@@ -66,7 +70,7 @@ def test_baseline_lifecycle_new_update_compare_regress(
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
 
     first = _run(pytester)
-    first.stdout.fnmatch_lines(["*netperf*", "*p50 <= 3x baseline*NEW*"])
+    first.stdout.fnmatch_lines(["*netperf*", "*p50 <= 10x baseline*NEW*"])
     assert first.ret == 0
     assert not list(stored_baselines(pytester.path / ".netperf")), "a baseline must never be written implicitly"
     assert list((pytester.path / ".netperf" / ".last-run").glob("*.json")), "the run's results are kept as pending"
@@ -79,18 +83,18 @@ def test_baseline_lifecycle_new_update_compare_regress(
     assert doc["test_id"] == "test_gate.py::test_echo_latency"
 
     same = _run(pytester)
-    same.stdout.fnmatch_lines(["*p50 <= 3x baseline*PASS*"])
+    same.stdout.fnmatch_lines(["*p50 <= 10x baseline*PASS*"])
     assert same.ret == 0
 
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url + "?delay=3ms")
     regressed = _run(pytester)
-    regressed.stdout.fnmatch_lines(["*netperf gate failed*", "*FAIL: 'p50 <= 3x baseline'*"])
+    regressed.stdout.fnmatch_lines(["*netperf gate failed*", "*FAIL: 'p50 <= 10x baseline'*"])
     assert regressed.ret == pytest.ExitCode.TESTS_FAILED
 
     accept = _run(pytester, "--netperf-update-baseline")
     assert accept.ret == 1  # the run that records the new baseline still judges against the old one
     after = _run(pytester)
-    after.stdout.fnmatch_lines(["*p50 <= 3x baseline*PASS*"])
+    after.stdout.fnmatch_lines(["*p50 <= 10x baseline*PASS*"])
     assert after.ret == 0
 
 
@@ -139,7 +143,7 @@ def test_reports_json_markdown_junit_and_step_summary(
     doc = json.loads((pytester.path / "out/results.json").read_text())
     verdicts = {(r["budget"], r["verdict"]) for r in doc["rows"]}
     assert ("p50 < 50ms", "PASS") in verdicts
-    assert ("p50 <= 3x baseline", "NEW") in verdicts
+    assert ("p50 <= 10x baseline", "NEW") in verdicts
     assert "test_gate.py::test_echo_latency" in json.dumps(doc)
     md = (pytester.path / "out/comment.md").read_text()
     assert "p50 < 50ms" in md and "PASS" in md
@@ -266,7 +270,7 @@ def test_a_baseline_of_another_machine_class_is_new_unless_opted_in(
     assert here.ret == 0, here.stdout.str()
     here.stdout.fnmatch_lines(
         [
-            "*p50 <= 3x baseline*NEW*",
+            "*p50 <= 10x baseline*NEW*",
             "*no baseline for this machine class (*) yet; stored for: other-runner: recorded as NEW*",
         ]
     )
@@ -275,15 +279,15 @@ def test_a_baseline_of_another_machine_class_is_new_unless_opted_in(
     opted_in.stdout.fnmatch_lines(
         ["*judged against the baseline of*", "*other-runner (--netperf-fingerprint-mismatch=warn)*"]
     )
-    assert "p50 <= 3x baseline" in opted_in.stdout.str()
-    assert not any("p50 <= 3x baseline" in line and "NEW" in line for line in opted_in.stdout.lines)
+    assert "p50 <= 10x baseline" in opted_in.stdout.str()
+    assert not any("p50 <= 10x baseline" in line and "NEW" in line for line in opted_in.stdout.lines)
 
     refused = _run(pytester, "--netperf-fingerprint-mismatch=fail")
     assert refused.ret != 0
     refused.stdout.fnmatch_lines(["*no baseline for this machine class (*) yet; stored for: other-runner*=fail*"])
 
     same_class = _run(pytester, "--netperf-machine-class=other-runner")
-    assert not any("p50 <= 3x baseline" in line and "NEW" in line for line in same_class.stdout.lines)
+    assert not any("p50 <= 10x baseline" in line and "NEW" in line for line in same_class.stdout.lines)
 
 
 def test_a_machine_class_that_cannot_be_a_folder_is_a_usage_error(pytester: pytest.Pytester) -> None:

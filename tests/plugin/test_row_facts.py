@@ -83,8 +83,10 @@ def test_reports_carry_the_target_facts_and_the_driver_cores(pytester: pytest.Py
 
     doc = json.loads((pytester.path / "out.json").read_text())
     assert [r["budget"] for r in doc["rows"]] == ["rps >= 0.5x reference", "p50 < 50ms"]
+    request = {"request": doc["rows"][0]["facts"]["candidate"]["request"]}
+    assert request["request"].startswith(f"GET {echo.url}; 100 rps open "), request  # the exact request (#27)
     for row in doc["rows"]:
-        assert row["facts"] == {"candidate": {**HEAD, **cores}, "reference": {**BASE, **cores}}
+        assert row["facts"] == {"candidate": {**HEAD, **cores, **request}, "reference": {**BASE, **cores, **request}}
     (measurement,) = doc["results"]["test_gate.py::test_stacks"]
     assert measurement["series"]["candidate"]["facts"] == {**HEAD, **cores}
     assert measurement["series"]["reference"]["facts"] == {**BASE, **cores}
@@ -92,7 +94,7 @@ def test_reports_carry_the_target_facts_and_the_driver_cores(pytester: pytest.Py
     md = (pytester.path / "out.md").read_text().splitlines()
     candidate_line = (
         "  - candidate: images: edge=pytest-netperf/echo:local (for echo:head); resources: edge cpus 1; "
-        f"driver cores: {DRIVER_CORE}"
+        f"driver cores: {DRIVER_CORE}; request: {request['request']}"
     )
     reference_line = candidate_line.replace("candidate", "reference").replace("echo:head", "echo:base")
     assert md.count(candidate_line) == 2 and md.count(reference_line) == 2  # with each row's details
@@ -118,7 +120,8 @@ def test_default_run_keeps_the_terminal_table_and_pins_as_auto_says(
     auto = resolve_driver_cpus("auto")
     cores = {"driver cores": auto} if auto else {}
     row = json.loads((pytester.path / "out.json").read_text())["rows"][0]
-    assert row["facts"] == {"candidate": {**HEAD, **cores}, "reference": {**BASE, **cores}}
+    request = {"request": row["facts"]["candidate"]["request"]}
+    assert row["facts"] == {"candidate": {**HEAD, **cores, **request}, "reference": {**BASE, **cores, **request}}
 
 
 @pytest.mark.parametrize(
