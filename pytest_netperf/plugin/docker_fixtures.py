@@ -304,6 +304,8 @@ def _install_signal_cleanup(session_id: str) -> Callable[[], None]:
             os.kill(os.getpid(), signum)
 
     for signum in _HANDLED_SIGNALS:
+        if signal.getsignal(signum) == signal.SIG_IGN:
+            continue  # started with it ignored (a background job of a script): it stops nothing
         with contextlib.suppress(ValueError):  # not the main thread: atexit still cleans
             previous[signum] = signal.signal(signum, handler)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import signal
 import subprocess
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,6 +19,13 @@ from pytest_netperf.runtime.commands import CommandRunner
 
 #: A tiny bounded load: 2 connections, 0.2 s warmup, 0.5 s measured.
 SHORT_LOAD = ["-c", "2", "-w", "200ms", "-d", "500ms", "--timeout", "2s", "--json"]
+
+
+def interruptible() -> None:
+    """``preexec_fn`` of a child that a test interrupts with SIGINT: a job started in the
+    background by a non-interactive shell (CI harnesses do this) inherits SIGINT ignored,
+    and Python then installs no KeyboardInterrupt handler in the child."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def get(url: str, path: str | None = None, host_header: str | None = None) -> tuple[int, dict[str, str], bytes]:

@@ -102,8 +102,9 @@ def test_a_stack_that_is_not_at_the_base_is_new_and_an_unknown_ref_is_named(pyte
     assert any("does not exist at the base revision HEAD" in note for note in row["notes"])
 
     unknown = pytester.runpytest_subprocess(*[arg.replace("=main", "=origin/nope") for arg in RUN])
-    assert unknown.ret != 0
-    unknown.stdout.fnmatch_lines(["*origin/nope*git fetch origin nope*"])
+    assert unknown.ret == pytest.ExitCode.USAGE_ERROR  # said when pytest starts, before any stack
+    unknown.stderr.fnmatch_lines(["*--netperf-base: unknown revision 'origin/nope'*git fetch origin nope*"])
+    assert "netperf docker topology startup" not in unknown.stdout.str()
 
 
 def test_skip_unchanged_skips_without_standing_anything_up_even_when_strict(

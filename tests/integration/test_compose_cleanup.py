@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from docker import DockerClient
+from docker_helpers import interruptible
 
 from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
@@ -113,7 +114,12 @@ class Child:
         argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rs", str(test_file)]
         with open(self.log, "w") as out:
             self.process = subprocess.Popen(
-                argv, cwd=folder, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+                argv,
+                cwd=folder,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **(env or {})},
+                preexec_fn=interruptible,
             )
         self.info: dict = {}
 

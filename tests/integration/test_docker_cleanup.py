@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from docker import DockerClient
-from docker_helpers import get, leftovers, session_leftovers
+from docker_helpers import get, interruptible, leftovers, session_leftovers
 
 from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
@@ -98,7 +98,12 @@ def _child(
     ]
     with open(log, "w") as out:
         process = subprocess.Popen(
-            argv, cwd=tmp_path, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+            argv,
+            cwd=tmp_path,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+            preexec_fn=interruptible,
         )
     return process, marker, log
 

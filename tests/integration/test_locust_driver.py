@@ -20,6 +20,7 @@ from typing import Iterator, Optional
 
 import psutil
 import pytest
+from docker_helpers import interruptible
 
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.locust.driver import LocustDriver, LocustNotInstalled
@@ -290,7 +291,7 @@ LocustDriver(workers=1, remote_workers=1, expect_workers_timeout_s=60).run(sys.a
 def test_no_locust_process_survives_an_interrupted_test_run(echo_url: str, signum: int) -> None:
     """SIGINT runs the driver's finally blocks; SIGTERM kills Python without them, and the
     kernel's parent-death signal must take the Locust processes down."""
-    child = subprocess.Popen([sys.executable, "-c", ROUND_IN_A_CHILD, f"{echo_url}/"])
+    child = subprocess.Popen([sys.executable, "-c", ROUND_IN_A_CHILD, f"{echo_url}/"], preexec_fn=interruptible)
     locusts: list[psutil.Process] = []
     try:
         deadline = time.monotonic() + 20
