@@ -18,7 +18,7 @@ rps A/A             cand vs ref, closed loop, --connections                     
 rps cpus -10%       cand limited to 0.9 cores vs ref at 1.0                     rps >= 0.95x reference
 ==================  =========================================================  =============================
 
-A gate's verdict is its own budget's, after the final-INCONCLUSIVE policy (``estimate``).
+A gate's verdict is its own budget's, after the default final-INCONCLUSIVE policy.
 Each gate budget lies halfway to the smallest regression injected for its metric. On the same
 rounds the script also judges the other metrics once (``cpu_per_request[*] <= 1.05x``,
 ``p90 <= 1.05x``, ``rps >= 0.95x``, all vs the reference) to show what they say about the
@@ -39,6 +39,7 @@ import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.errors import InvalidMeasurement
@@ -99,7 +100,7 @@ def run_gate(args: argparse.Namespace, scenario: str, budget: str, candidate, re
     (outcome,) = gate.finish()
     status = outcome.status
     if status is Status.INCONCLUSIVE:  # the default final-INCONCLUSIVE policy decides red or green
-        status = Status.FAIL if inconclusive_fails(outcome, "estimate") else Status.PASS
+        status = Status.FAIL if inconclusive_fails(outcome, defaults.INCONCLUSIVE) else Status.PASS
     estimate = outcome.verdict.estimate if outcome.verdict is not None else float("nan")
     rounds = len(measurement.candidate.rounds)
     return GateRun(scenario, status, rounds, seconds, estimate, side_verdicts(measurement))

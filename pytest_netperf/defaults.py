@@ -26,11 +26,11 @@ CONFIDENCE = 0.95
 POWER = 0.8
 #: Alpha-spending rule over the looks of the sequential procedure.
 SPENDING = "pocock"
-#: What a final INCONCLUSIVE does: fail, estimate, warn or pass. ``estimate`` (fail only when the
-#: point estimate is outside the budget) was chosen from benchmarks/inconclusive_policy.py: at a
-#: 6% per-round noise ``fail`` turned 58% of unchanged gates red, ``warn`` caught 38% of 10%
-#: regressions against a 5% budget, ``estimate`` 3% and 99%.
-INCONCLUSIVE = "estimate"
+#: What a final INCONCLUSIVE does: change, estimate, fail, warn or pass (verdict/policy.py).
+#: ``change`` (red when the estimate is outside the budget and the rounds show a harmful
+#: change from no change at the verdict's level) replaced ``estimate``, which turned 5 of 20
+#: unchanged gates red on a tight CPU budget; rates in benchmarks/inconclusive_policy.py.
+INCONCLUSIVE = "change"
 #: A stored baseline of another machine class only: new (not used: NEW), warn (used, with a warning) or fail.
 FINGERPRINT_MISMATCH = "new"
 #: Open loop: the driver's schedule-lag p99 (ms) above which a round is INVALID.

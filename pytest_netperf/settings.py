@@ -19,11 +19,12 @@ from pytest_netperf.drivers.locust.worker_service import parse_master
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.runtime.resources import default_split, usable_cores
 from pytest_netperf.topology.resources import cpuset_text, parse_cpuset
+from pytest_netperf.verdict.policy import POLICIES
 
 DRIVERS = HTTP_DRIVER_NAMES
 #: What a final INCONCLUSIVE does: fail; estimate (fail when the point estimate is outside
 #: the budget, else warn); warn; pass.
-INCONCLUSIVE_POLICIES = ("fail", "estimate", "warn", "pass")
+INCONCLUSIVE_POLICIES = POLICIES
 FINGERPRINT_POLICIES = ("new", "warn", "fail")
 #: Text settings kept as given (a git ref is case-sensitive).
 CASE_SENSITIVE_SETTINGS = ("base",)
@@ -47,8 +48,9 @@ SETTING_HELP: dict[str, str] = {
     "round_warmup_s": "warmup seconds of every later round, when the connections are opened again "
     f"(default {defaults.ROUND_WARMUP_S:g}; at most the warmup)",
     "confidence": f"confidence level of the verdicts (default {defaults.CONFIDENCE:g})",
-    "inconclusive": "what a final INCONCLUSIVE does: fail; estimate (fail when the point estimate is outside "
-    f"the budget, else warn); warn; or pass (default {defaults.INCONCLUSIVE})",
+    "inconclusive": "what a final INCONCLUSIVE does: change (fail when the point estimate is outside the "
+    "budget and the rounds show a harmful change from no change at the verdict's level, else warn); estimate "
+    f"(fail when the point estimate is outside the budget); fail; warn; or pass (default {defaults.INCONCLUSIVE})",
     "fingerprint_mismatch": "when this test's stored baseline is of another machine class only: new (not used, "
     "the budgets are NEW), warn (judge against it with a warning) or fail; default "
     f"{defaults.FINGERPRINT_MISMATCH}. Within the class, a changed kernel, version or image warns (fail: fails)",

@@ -470,7 +470,11 @@ class Gate:
                 f"{time.monotonic() - self._started:.0f}s elapsed"
             )
 
-        m.verdicts = dict(run_sequential(plan, measure_more, lambda look, looks: self._verdicts(m, look, looks), more))
+        m.verdicts = dict(
+            run_sequential(
+                plan, measure_more, lambda look, looks: self._verdicts(m, look, looks, plan.max_rounds), more
+            )
+        )
 
     def image_digests(self) -> dict[str, str]:
         """Image -> digest of every container measured by this test (for the fingerprint)."""
@@ -529,7 +533,9 @@ class Gate:
                 base = self._baseline_lookup(m.key, "candidate", b.metric)
         return {"candidate": cand, "reference": ref, "baseline": base}
 
-    def _verdicts(self, m: Measurement, look: int, looks: int) -> dict[str, stats.Verdict]:
+    def _verdicts(
+        self, m: Measurement, look: int, looks: int, max_rounds: Optional[int] = None
+    ) -> dict[str, stats.Verdict]:
         out: dict[str, stats.Verdict] = {}
         for b in self._applicable(m):
             if self._data_problem(m, b):
@@ -551,6 +557,7 @@ class Gate:
                 look_index=look,
                 hops=m.hops if b.per_hop else None,
                 attempts=_weights(b.metric, m.candidate.rounds),
+                max_rounds=max_rounds,
             )
         if len(out) > 1:
             # the same Holm correction as finish(), at this look's level: a FAIL that stops the
@@ -612,6 +619,8 @@ class Gate:
             o = BudgetOutcome(self.test_id, m.key, b, v.status, v, [], label)
             if v.note:
                 o.notes.append(v.note)
+            if v.undecidable:
+                o.notes.append(v.undecidable)
             o.notes.extend(starved_note(s.label, s.starved, len(s.rounds)) for s in m.series() if s.starved)
             closed_loop = closed_loop_note(b, m.candidate.rounds)
             if closed_loop:

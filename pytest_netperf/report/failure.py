@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from pytest_netperf.baseline.policy import UPDATE_OPTION
 from pytest_netperf.measure.gate import BASE_LABEL
+from pytest_netperf.verdict.policy import undecided_fails
 from pytest_netperf.verdict.status import Status
 
 if TYPE_CHECKING:
@@ -41,19 +42,14 @@ class FailureContext:
 
 
 def failing(outcomes: Sequence[BudgetOutcome], policy: str) -> list[BudgetOutcome]:
-    """The outcomes that fail the test: FAIL and INVALID; a final INCONCLUSIVE under policy
-    ``fail``, and under ``estimate`` when its point estimate is outside the budget."""
+    """The outcomes that fail the test: FAIL and INVALID, and a final INCONCLUSIVE that
+    ``policy`` turns red (:mod:`pytest_netperf.verdict.policy`)."""
     return [o for o in outcomes if o.status in (Status.FAIL, Status.INVALID) or inconclusive_fails(o, policy)]
 
 
 def inconclusive_fails(outcome: BudgetOutcome, policy: str) -> bool:
-    """Whether a final INCONCLUSIVE ``outcome`` fails the test under ``policy`` (see
-    ``benchmarks/inconclusive_policy.py`` for the error rates of each policy)."""
-    if outcome.status is not Status.INCONCLUSIVE:
-        return False
-    if policy == "estimate":
-        return outcome.verdict is None or not outcome.budget.satisfied_by(outcome.verdict.estimate)
-    return policy == "fail"
+    """Whether a final INCONCLUSIVE ``outcome`` fails the test under ``policy``."""
+    return outcome.status is Status.INCONCLUSIVE and undecided_fails(outcome.budget, outcome.verdict, policy)
 
 
 def failure_text(

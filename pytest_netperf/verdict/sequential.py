@@ -63,7 +63,8 @@ def run_sequential(
         measure_more(wanted)
         done += wanted
         verdicts = judge(look, looks)
-        undecided = [key for key, v in verdicts.items() if v.status is Status.INCONCLUSIVE]
+        # a budget this runner cannot decide within the plan stops asking for rounds
+        undecided = [key for key, v in verdicts.items() if v.status is Status.INCONCLUSIVE and not v.undecidable]
         if not undecided or done >= plan.max_rounds:
             break
         wanted = min(plan.batch, plan.max_rounds - done)
@@ -115,6 +116,7 @@ def sequential_verdict(
             look,
             hops,
             spending=spending,
+            max_rounds=plan.max_rounds,
         )
         return {parsed.text: verdict}
 

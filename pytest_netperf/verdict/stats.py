@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from typing import Optional, Sequence
 
 import numpy as np
+from scipy import special
 
 from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import Budget, coerce_budget
@@ -72,6 +73,12 @@ class Verdict:
     p_adjusted: Optional[float] = None
     exact: bool = False
     parts: tuple[Verdict, ...] = ()
+    #: Budgets against a reference or baseline: one-sided p-value of "no change, or better"
+    #: against "worse than no change" (1.0x, a loss of 0, nothing added); NaN otherwise.
+    p_change: float = math.nan
+    #: Why this INCONCLUSIVE budget cannot be decided within the maximum rounds on this
+    #: runner (with the smallest change it could decide), or empty.
+    undecidable: str = ""
 
     @property
     def passed(self) -> bool:
@@ -122,6 +129,7 @@ def evaluate(
     spending: str = defaults.SPENDING,
     attempts: Optional[Sequence[float]] = None,
     power: float = defaults.POWER,
+    max_rounds: Optional[int] = None,
 ) -> Verdict:
     """Judge ``budget`` on per-round values.
 
@@ -130,6 +138,8 @@ def evaluate(
     budgets (added latency is divided by it). ``attempts`` (what a fraction is a share of per
     round: requests for ``error_rate``, datagrams sent for ``loss``) pools the rounds; without
     it ``error_rate`` rounds weigh equally and any other exact metric must hold in every round.
+    ``max_rounds`` (the most rounds the procedure may measure) lets an INCONCLUSIVE verdict
+    say early that it cannot be decided on this runner (:func:`undecidable_note`).
     """
     budget = coerce_budget(budget)
     alpha = 1.0 - confidence
@@ -139,7 +149,65 @@ def evaluate(
         return _judge_exact(budget, cand, attempts, confidence, alpha_look, look_index, looks)
     hop_count = _check_hops(budget, hops)
     estimate = _estimate(budget, cand, reference, baseline, hop_count)
-    return _judge(budget, estimate, alpha_look, power, confidence, look_index, looks)
+    verdict = _judge(budget, estimate, alpha_look, power, confidence, look_index, looks)
+    null_z = _no_change_z(budget, estimate.log_scale)
+    if null_z is None or not estimate.resolvable:
+        return verdict
+    higher_is_worse = (budget.direction == "higher") == (budget.form != "loss")
+    p_change = estimate.p_greater(null_z) if higher_is_worse else estimate.p_less(null_z)
+    note = ""
+    if verdict.status is Status.INCONCLUSIVE and max_rounds is not None and look_index < looks:
+        last_alpha = alpha_for_look(alpha, looks, looks, spending)
+        note = undecidable_note(budget, estimate, null_z, last_alpha, max_rounds, higher_is_worse)
+    return replace(verdict, p_change=p_change, undecidable=note)
+
+
+# ----- what this runner can decide -----------------------------------------------------
+def no_change_value(budget: Budget) -> Optional[float]:
+    """The value a budget against a reference or baseline takes when nothing changed
+    (1.0 for a ratio, 0 for a loss or an added amount); None for an absolute budget."""
+    if budget.comparison == "absolute":
+        return None
+    return 1.0 if budget.form == "ratio" else 0.0
+
+
+def _no_change_z(budget: Budget, log_scale: bool) -> Optional[float]:
+    value = no_change_value(budget)
+    return None if value is None else _from_units(budget, value, log_scale)
+
+
+def undecidable_note(
+    budget: Budget, est: Estimate, null_z: float, last_alpha: float, max_rounds: int, higher_is_worse: bool
+) -> str:
+    """Why ``budget`` cannot be decided within ``max_rounds`` rounds, or empty.
+
+    With the spread of the rounds so far, the interval at the last look would still be
+    wider on each side than the budget's distance from no change: an unchanged stack could
+    not PASS. Unless the estimate already leans past the budget (by one standard error,
+    so a regression can still FAIL), measuring on cannot decide it.
+    """
+    if max_rounds <= est.n or not math.isfinite(est.se):
+        return ""
+    se_max = est.se * math.sqrt(est.n / max_rounds)
+    df_max = est.df + (max_rounds - est.n)
+    half_max = float(special.stdtrit(df_max, 1.0 - last_alpha)) * se_max
+    z_threshold = _from_units(budget, budget.threshold, est.log_scale)
+    distance = abs(z_threshold - null_z)
+    if half_max <= distance:
+        return ""
+    worse = 1.0 if higher_is_worse else -1.0
+    if worse * (est.center - z_threshold) + est.se > half_max:  # may still FAIL: keep measuring
+        return ""
+    smallest = math.expm1(half_max) if est.log_scale else half_max
+    allowed = abs(budget.threshold - (no_change_value(budget) or 0.0))
+    if est.log_scale or budget.form in ("ratio", "loss"):
+        shown, budget_shown = f"{smallest:.1%}", f"{allowed:.1%}"
+    else:
+        shown, budget_shown = budget.format_value(smallest), budget.format_value(allowed)
+    return (
+        f"cannot be decided on this runner: with the spread of these {est.n} rounds, even {max_rounds} "
+        f"rounds would only resolve changes of about {shown} from no change, and the budget allows {budget_shown}"
+    )
 
 
 # ----- multiple comparisons -------------------------------------------------------------

@@ -160,7 +160,9 @@ def test_a_gate_names_its_reference_url_and_does_not_restate_the_inconclusive_no
 def test_progress_lines_say_the_round_the_plan_the_cap_and_the_time() -> None:
     url = "http://10.0.0.2/"
     progress: list[str] = []
-    g = _gate(["rps >= 0.99x baseline"], {url: 10_000.0}, progress)
+    # 10% below a noisy 4-round baseline: undecided to the cap, but leaning past the budget,
+    # so it keeps measuring (at 1.0x the budget would be undecidable here and stop at once)
+    g = _gate(["rps >= 0.99x baseline"], {url: 9_000.0}, progress)
     g._baseline_lookup = lambda key, label, metric: [10_000.0 * f for f in (0.9, 1.1, 0.95, 1.05)]
     g.measure(url, connections=8)
     assert progress[0].startswith(f"{TEST} [default] round 1/4 (max 8) candidate (")

@@ -16,7 +16,7 @@ def test_defaults() -> None:
     assert s.baseline_dir == Path(defaults.BASELINE_DIR) == Path(".netperf")
     assert (s.driver, s.inconclusive, s.fingerprint_mismatch) == (
         "rust",
-        "estimate",
+        "change",
         "new",
     )
     assert (s.rounds_min, s.rounds_max, s.round_duration_s, s.warmup_s, s.round_warmup_s) == (5, 15, 5.0, 1.0, 0.25)
@@ -58,7 +58,7 @@ def test_none_means_default_and_ini_strings_are_converted() -> None:
         ({"round_duration_s": 0}, "round_duration_s must be > 0 (got 0)"),
         ({"warmup_s": -1}, "warmup_s must be >= 0 (got -1)"),
         ({"confidence": 95}, "confidence must be in [0.5, 1) (got 95); e.g. 0.95"),
-        ({"inconclusive": "ignore"}, "inconclusive must be one of fail, estimate, warn, pass (got 'ignore')"),
+        ({"inconclusive": "ignore"}, "inconclusive must be one of change, estimate, fail, warn, pass (got 'ignore')"),
         (
             {"fingerprint_mismatch": "pass"},
             "fingerprint_mismatch must be one of new, warn, fail (got 'pass')",

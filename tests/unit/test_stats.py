@@ -14,6 +14,7 @@ Rates are asserted with a binomial margin (99.9% quantile) around the target.
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import numpy as np
@@ -313,14 +314,44 @@ def test_sequential_verdict_stops_when_decided_and_caps_rounds() -> None:
     asked.clear()
     rng = np.random.default_rng(3)
 
-    def undecidable(k: int) -> Rounds:
+    def leaning(k: int) -> Rounds:  # 15% below the reference, too noisy to decide in 12 rounds
+        asked.append(k)
+        ref = 10_000 * np.exp(rng.normal(0, 0.2, k))
+        return Rounds(0.85 * ref * np.exp(rng.normal(0, 0.2, k)), ref)
+
+    verdict = sequential_verdict("rps >= 1.0x reference", leaning, plan=SequentialPlan(max_rounds=12, batch=4))
+    assert asked == [5, 4, 3]
+    assert verdict.n_rounds == 12 and verdict.looks == 3 and verdict.look_index == 3
+    assert verdict.status in (Status.INCONCLUSIVE, Status.FAIL) and not verdict.undecidable  # kept measuring
+
+
+def test_a_budget_the_runner_cannot_decide_stops_at_the_first_look_and_says_what_it_could() -> None:
+    asked: list[int] = []
+    rng = np.random.default_rng(3)
+
+    def unchanged(k: int) -> Rounds:  # 20% noise per side, no change, a budget 2.5% from no change
         asked.append(k)
         ref = 10_000 * np.exp(rng.normal(0, 0.2, k))
         return Rounds(ref * np.exp(rng.normal(0, 0.2, k)), ref)
 
-    verdict = sequential_verdict("rps >= 1.0x reference", undecidable, plan=SequentialPlan(max_rounds=12, batch=4))
-    assert asked == [5, 4, 3]
-    assert verdict.n_rounds == 12 and verdict.looks == 3 and verdict.look_index == 3
+    verdict = sequential_verdict("rps >= 0.975x reference", unchanged, plan=SequentialPlan(max_rounds=32, batch=4))
+    assert asked == [5], "no rounds spent on a budget this noise cannot decide"
+    assert verdict.status is Status.INCONCLUSIVE and verdict.look_index == 1
+    found = re.search(r"even 32 rounds would only resolve changes of about (\d+\.\d)%", verdict.undecidable)
+    assert found and float(found.group(1)) > 2.5, verdict.undecidable
+    assert verdict.undecidable.endswith("and the budget allows 2.5%")
+    assert 0.0 < verdict.p_change < 1.0
+
+
+def test_a_decidable_budget_is_never_called_undecidable() -> None:
+    rng = np.random.default_rng(5)
+
+    def quiet(k: int) -> Rounds:  # 1% noise: a 2.5% budget is well within reach
+        ref = 10_000 * np.exp(rng.normal(0, 0.01, k))
+        return Rounds(ref * np.exp(rng.normal(0, 0.01, k)), ref)
+
+    verdict = sequential_verdict("rps >= 0.975x reference", quiet, plan=SequentialPlan(max_rounds=32, batch=4))
+    assert verdict.status is Status.PASS and not verdict.undecidable
 
 
 def test_holm_adjust_matches_the_step_down_definition() -> None:
