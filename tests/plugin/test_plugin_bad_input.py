@@ -297,7 +297,7 @@ def test_an_update_run_does_not_ask_for_an_update(pytester: pytest.Pytester, ech
         ("max_rounds=1", "netperf marker argument max_rounds=1: must be >= rounds (2)"),
         (
             'inconclusive="maybe"',
-            "netperf marker argument inconclusive='maybe': expected one of fail, estimate, warn, pass",
+            "netperf marker argument inconclusive='maybe': expected one of change, estimate, fail, warn, pass",
         ),
         ('driver="wrk"', "netperf marker argument driver='wrk': expected one of *"),
     ],
