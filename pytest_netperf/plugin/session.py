@@ -66,11 +66,18 @@ CI_PROGRESS_INTERVAL_S = 30.0
 
 
 class NetperfInconclusiveWarning(UserWarning):
-    """A budget stayed INCONCLUSIVE and the policy is ``warn``."""
+    """A budget stayed INCONCLUSIVE (undecided after the maximum rounds, or undecidable on
+    this runner) without failing the test under the INCONCLUSIVE policy."""
 
 
 class NetperfWriteWarning(UserWarning):
     """A report, plot, pending result or noise floor could not be written (verdicts stand)."""
+
+
+def _why_undecided(outcome: BudgetOutcome) -> str:
+    """Why an INCONCLUSIVE outcome stayed undecided, for its warning."""
+    verdict = outcome.verdict
+    return verdict.undecidable if verdict is not None and verdict.undecidable else "undecided after the maximum rounds"
 
 
 def record_warning(config: pytest.Config, message: str, item: Optional[pytest.Item] = None) -> None:
@@ -308,11 +315,8 @@ class NetperfPlugin:
             raise not_written
         undecided = [o for o in outcomes if o.status is Status.INCONCLUSIVE]
         if undecided and policy != "pass":  # the undecided budgets that did not fail the test
-            texts = ", ".join(f"'{o.budget.text}' [{o.measurement}]" for o in undecided)
-            warnings.warn(
-                NetperfInconclusiveWarning(f"{item.nodeid}: inconclusive after the maximum rounds: {texts}"),
-                stacklevel=1,
-            )
+            texts = "; ".join(f"'{o.budget.text}' [{o.measurement}]: {_why_undecided(o)}" for o in undecided)
+            warnings.warn(NetperfInconclusiveWarning(f"{item.nodeid}: inconclusive: {texts}"), stacklevel=1)
 
     def _failure_context(self, gate: Gate, baseline: Optional[Baseline], written: Optional[Path]) -> FailureContext:
         """What a failing gate's text names besides the verdicts: the references, the round

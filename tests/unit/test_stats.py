@@ -22,6 +22,8 @@ import pytest
 from scipy import stats as scipy_stats
 
 from pytest_netperf.budget.grammar import parse_budget
+from pytest_netperf.measure.gate import BudgetOutcome
+from pytest_netperf.plugin.session import _why_undecided
 from pytest_netperf.verdict.error_control import alpha_for_look, holm_adjust, planned_looks
 from pytest_netperf.verdict.sequential import Rounds, SequentialPlan, sequential_verdict
 from pytest_netperf.verdict.stats import (
@@ -523,3 +525,18 @@ def test_holm_keeps_family_wise_false_fails_under_alpha() -> None:
         any_fail_holm += any(v.status is Status.FAIL for v in apply_holm(family, 0.05))
     assert any_fail_holm <= at_most(0.05, gates)
     assert any_fail_raw > at_most(0.05, gates), "without Holm the family error should exceed 5%"
+
+
+def test_the_inconclusive_warning_says_why_a_budget_stayed_undecided() -> None:
+    rng = np.random.default_rng(3)
+
+    def unchanged(k: int) -> Rounds:
+        ref = 10_000 * np.exp(rng.normal(0, 0.2, k))
+        return Rounds(ref * np.exp(rng.normal(0, 0.2, k)), ref)
+
+    budget = parse_budget("rps >= 0.975x reference")
+    verdict = sequential_verdict(budget, unchanged, plan=SequentialPlan(max_rounds=32, batch=4))
+    early = BudgetOutcome("t.py::test", "default", budget, Status.INCONCLUSIVE, verdict, [], "reference")
+    assert _why_undecided(early).startswith("cannot be decided on this runner: with the spread of these 5 rounds")
+    capped = BudgetOutcome("t.py::test", "default", budget, Status.INCONCLUSIVE, None, [], "reference")
+    assert _why_undecided(capped) == "undecided after the maximum rounds"
