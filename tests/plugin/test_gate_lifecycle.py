@@ -88,7 +88,9 @@ def test_baseline_lifecycle_new_update_compare_regress(
 
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url + "?delay=3ms")
     regressed = _run(pytester)
-    regressed.stdout.fnmatch_lines(["*netperf gate failed*", "*FAIL: 'p50 <= 10x baseline'*"])
+    # 30x or more over 3 rounds: FAIL, or (when Holm's correction over the test's two budgets
+    # leaves it undecided) an INCONCLUSIVE that the default policy fails as a clear change
+    regressed.stdout.re_match_lines([r".*netperf gate failed.*", r"  (FAIL|INCONCLUSIVE): 'p50 <= 10x baseline'.*"])
     assert regressed.ret == pytest.ExitCode.TESTS_FAILED
 
     accept = _run(pytester, "--netperf-update-baseline")
