@@ -98,13 +98,18 @@ def rows(doc: dict) -> dict[str, dict]:
     return {row["budget"]: row for row in doc["rows"]}
 
 
+def green_report(pytester: pytest.Pytester, stack: str, gate: str) -> dict:
+    """Run the unchanged corpus stack's gate under --netperf-base; it must pass. Its JSON report."""
+    team_repo(pytester, stack, gate)
+    result = pytester.runpytest_subprocess(*RUN)
+    assert result.ret == 0, result.stdout.str()
+    return report(pytester)
+
+
 def test_published_ports_untagged_image_and_a_query_unchanged_is_green_with_both_sides_alike(
     pytester: pytest.Pytester,
 ) -> None:
-    team_repo(pytester, "nginx_published", NGINX_GATE)
-    result = pytester.runpytest_subprocess(*RUN)
-    assert result.ret == 0, result.stdout.str()
-    doc = report(pytester)
+    doc = green_report(pytester, "nginx_published", NGINX_GATE)
     by_budget = rows(doc)
     assert (by_budget["rps >= 0.7x base"]["verdict"], by_budget["rps >= 0.7x base"]["reference"]) == ("PASS", "base")
     assert by_budget["errors == 0"]["verdict"] == "PASS"
@@ -133,10 +138,7 @@ def test_a_harmful_proxy_change_is_red(pytester: pytest.Pytester) -> None:
 def test_envoy_front_proxy_with_sidecars_unchanged_is_green_with_the_same_request_on_both_sides(
     pytester: pytest.Pytester,
 ) -> None:
-    team_repo(pytester, "envoy_front_proxy", ENVOY_GATE)
-    result = pytester.runpytest_subprocess(*RUN)
-    assert result.ret == 0, result.stdout.str()
-    doc = report(pytester)
+    doc = green_report(pytester, "envoy_front_proxy", ENVOY_GATE)
     by_budget = rows(doc)
     assert [by_budget[b]["verdict"] for b in ("rps >= 0.7x base", "errors == 0")] == ["PASS", "PASS"]
     (measurement,) = doc["results"]["test_gate.py::test_front_proxy_against_base"]
