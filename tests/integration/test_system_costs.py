@@ -83,9 +83,11 @@ def test_echo_against_itself_passes_and_burn_10us_fails(
     assert same.ret == 0, same.stdout.str()[-3000:]
     passed = rows(pytester)
     aa = passed.pop("cpu_per_request[echo] <= 1.05x reference")
-    # on a noisy runner even 40 rounds may leave 1.05x undecided; the gate stays green on
-    # the estimate (the default final-INCONCLUSIVE policy)
-    assert aa["verdict"] in ("PASS", "INCONCLUSIVE") and aa["raw"]["estimate"] <= 1.05, aa
+    # on a noisy runner even 40 rounds may leave 1.05x undecided (the estimate of one run can
+    # land outside it); the default final-INCONCLUSIVE policy ('change') keeps it green while
+    # the rounds cannot tell it from no change
+    # (same.ret == 0 above is that policy's green)
+    assert aa["verdict"] in ("PASS", "INCONCLUSIVE"), aa
     assert {r["verdict"] for r in passed.values()} == {"PASS"}, passed
     facts = passed["mem[echo] <= 64MB"]["facts"]["candidate"]
     assert "echo" in facts["system under test (median per round)"], facts
