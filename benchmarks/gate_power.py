@@ -1,31 +1,32 @@
-"""The gate's own figures on real containers: false FAILs on A/A, detection of injected
-regressions, and seconds of measurement to a verdict, per metric.
+"""The gate's own figures on real containers, per measurement design: false FAILs on A/A,
+detection of injected 5% regressions, and seconds of measurement to a verdict, per metric.
 
-One topology of two echo servers (``ref`` and ``cand``, each limited to one core) is stood
-up once; every gate is the real :class:`~pytest_netperf.measure.gate.Gate` with the Rust
-driver, interleaved rounds and the sequential procedure (rounds of --duration seconds,
---min-rounds first, up to --max-rounds). Scenarios, each run --gates times:
+Two single-node echo topologies (``ref`` and ``cand``, each its own container limited to
+--cores, each with its own cost probe, as a pull request's base and head stacks are) are
+stood up once; every gate is the real :class:`~pytest_netperf.measure.gate.Gate` with the
+Rust driver, the sequential procedure (rounds of --duration seconds, --min-rounds first, up
+to --max-rounds) and each --design (alternate: ABBA rounds, one side at a time;
+simultaneous: both sides loaded at once). Scenarios, each run --gates times per design:
 
-==================  =========================================================  =============================
-scenario            candidate vs reference                                     gate budget
-==================  =========================================================  =============================
-cpu A/A             ref vs ref at a fixed --rate                               cpu_per_request[ref] <= 1.025x
-cpu +5%, +10%       ref?burn=X vs ref; X is 5% / 10% of ref's measured          cpu_per_request[ref] <= 1.025x
-                    CPU per request (calibrated first)
-latency A/A         ref vs ref at a fixed --rate                               p90_added <= 25us
-latency +50/100us   ref?delay=50us / 100us vs ref                               p90_added <= 25us
-rps A/A             cand vs ref, closed loop, --connections                     rps >= 0.95x reference
-rps cpus -10%       cand limited to 0.9 cores vs ref at 1.0                     rps >= 0.95x reference
-==================  =========================================================  =============================
+===========  ==============================================================  ====================================
+scenario     candidate vs reference                                          gate budget
+===========  ==============================================================  ====================================
+cpu A/A      cand vs ref at a fixed --rate                                   cpu_per_request[echo] <= 1.025x
+cpu +5%      cand?burn=X vs ref; X is 5% of ref's measured CPU per request   cpu_per_request[echo] <= 1.025x
+p90 A/A      cand vs ref at a fixed --rate                                   p90 <= 1.025x reference
+p90 +5%      cand?burn=X vs ref; X is 5% of ref's measured P90 (CPU spin)    p90 <= 1.025x reference
+rps A/A      cand vs ref, closed loop, --closed-connections                  rps >= 0.975x reference
+rps -5%      cand limited to 95% of ref's CPU quota, closed loop             rps >= 0.975x reference
+===========  ==============================================================  ====================================
 
-A gate's verdict is its own budget's, after the default final-INCONCLUSIVE policy.
-Each gate budget lies halfway to the smallest regression injected for its metric. On the same
-rounds the script also judges the other metrics once (``cpu_per_request[*] <= 1.05x``,
-``p90 <= 1.05x``, ``rps >= 0.95x``, all vs the reference) to show what they say about the
-same work.
+A gate's verdict is its own budget's, after the default final-INCONCLUSIVE policy. Each
+budget lies halfway between no change and the injected regression. On the same rounds the
+script also judges the other metrics once (``cpu_per_request[*] <= 1.05x``, ``p90 <= 1.05x``,
+``rps >= 0.95x``, all vs the reference) to show what they say about the same work. The
+calibration (ref's CPU per request and P90) is measured once, before any gate.
 
-Usage: python benchmarks/gate_power.py [--gates 20] [--only cpu,latency,rps] [--rate 2000]
-       [--duration 0.5] [--min-rounds 6] [--max-rounds 32]
+Usage: python benchmarks/gate_power.py [--gates 20] [--only cpu,p90,rps] [--design alternate,simultaneous]
+       [--rate 2000] [--duration 0.5] [--min-rounds 6] [--max-rounds 32]
 Needs Docker and the local images (`netperf images build`). Everything started is removed.
 """
 
@@ -44,6 +45,7 @@ from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.errors import InvalidMeasurement
 from pytest_netperf.images.resolve import resolve_image
+from pytest_netperf.measure.design import DESIGNS
 from pytest_netperf.measure.gate import Gate, Measurement
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.targets import with_query
@@ -54,17 +56,28 @@ from pytest_netperf.topology.model import Node, Target, Topology
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.status import Status
 
-#: Each gate budget lies halfway to the smallest regression injected for it, so A/A should
-#: pass it and the regressions fail it.
-CPU_BUDGET = "cpu_per_request[ref] <= 1.025x reference"
-LATENCY_BUDGET = "p90_added <= 25us"
-RPS_BUDGET = "rps >= 0.95x reference"
+#: Each gate budget lies halfway to the regression injected for it, so A/A should pass it
+#: and the regressions fail it.
+BUDGETS = {
+    "cpu": "cpu_per_request[echo] <= 1.025x reference",
+    "p90": "p90 <= 1.025x reference",
+    "rps": "rps >= 0.975x reference",
+}
+#: The injected regression of each metric.
+INJECTED = 0.05
 #: Judged once on the rounds of every gate, beside the gate's own budget.
-SIDE_BUDGETS = {"cpu": "cpu_per_request[*] <= 1.05x reference", "p90": "p90 <= 1.05x reference", "rps": RPS_BUDGET}
+SIDE_BUDGETS = {
+    "cpu": "cpu_per_request[*] <= 1.05x reference",
+    "p90": "p90 <= 1.05x reference",
+    "rps": "rps >= 0.95x reference",
+}
+#: CFS period of the containers' CPU quota (short, so a 0.5 s round spans many periods).
+CPU_PERIOD_US = 10_000
 
 
 @dataclass
 class GateRun:
+    design: str
     scenario: str
     status: Status
     rounds: int
@@ -73,29 +86,37 @@ class GateRun:
     side: dict[str, Status]
 
 
-def topology() -> Topology:
-    nodes = (Node("ref", "echo", 8080), Node("cand", "echo", 8080))  # one core each: set_cpus()
-    return Topology("gate-power", nodes, (Target("ref", "ref", 8080), Target("cand", "cand", 8080)))
+def topology(name: str) -> Topology:
+    """One echo container: each side is its own system, as a pull request's base and head stacks are."""
+    return Topology(f"power-{name}", (Node("echo", "echo", 8080),), (Target("direct", "echo", 8080),))
 
 
-def settings(args: argparse.Namespace) -> GateSettings:
+def settings(args: argparse.Namespace, design: str) -> GateSettings:
     return GateSettings(
         rounds_min=args.min_rounds,
         rounds_max=args.max_rounds,
         round_duration_s=args.duration,
         warmup_s=args.warmup,
         round_warmup_s=args.round_warmup,
+        design=design,
     )
 
 
-def run_gate(args: argparse.Namespace, scenario: str, budget: str, candidate, reference, **shape) -> GateRun:
-    gate = Gate(f"gate_power::{scenario}", [parse_budget(budget)], settings(args), lambda n, r: make_driver("rust", r))
+def run_gate(
+    args: argparse.Namespace, design: str, scenario: str, budget: str, candidate, reference, **shape
+) -> GateRun:
+    gate = Gate(
+        f"gate_power::{scenario}",
+        [parse_budget(budget)],
+        settings(args, design),
+        lambda n, r: make_driver("rust", r),
+    )
     started = time.monotonic()
     try:
         measurement = gate.compare(candidate, reference, **shape)
     except InvalidMeasurement as exc:  # a saturated driver, a vanished target: no verdict
-        print(f"{scenario}: INVALID: {exc}", flush=True)
-        return GateRun(scenario, Status.INVALID, 0, time.monotonic() - started, float("nan"), {})
+        print(f"{design} {scenario}: INVALID: {exc}", flush=True)
+        return GateRun(design, scenario, Status.INVALID, 0, time.monotonic() - started, float("nan"), {})
     seconds = time.monotonic() - started
     (outcome,) = gate.finish()
     status = outcome.status
@@ -103,7 +124,8 @@ def run_gate(args: argparse.Namespace, scenario: str, budget: str, candidate, re
         status = Status.FAIL if inconclusive_fails(outcome, defaults.INCONCLUSIVE) else Status.PASS
     estimate = outcome.verdict.estimate if outcome.verdict is not None else float("nan")
     rounds = len(measurement.candidate.rounds)
-    return GateRun(scenario, status, rounds, seconds, estimate, side_verdicts(measurement))
+    assert measurement.design == design, (measurement.design, measurement.design_note)
+    return GateRun(design, scenario, status, rounds, seconds, estimate, side_verdicts(measurement))
 
 
 def side_verdicts(m: Measurement) -> dict[str, Status]:
@@ -120,50 +142,63 @@ def side_verdicts(m: Measurement) -> dict[str, Status]:
     return out
 
 
-def calibrate_cpu(args: argparse.Namespace, running: RunningTopology) -> float:
-    """The reference's CPU per request at the benchmark's rate (ns), from a short A/A gate."""
-    ref = running.endpoint("ref")
+def calibrate(args: argparse.Namespace, ref: object) -> tuple[float, float]:
+    """The reference's CPU per request (ns) and P90 (us) at the benchmark's rate, from a short A/A gate."""
     gate = Gate(
-        "gate_power::calibrate", [parse_budget(CPU_BUDGET)], settings(args), lambda n, r: make_driver("rust", r)
+        "gate_power::calibrate",
+        [parse_budget(BUDGETS["cpu"])],
+        settings(args, "alternate"),
+        lambda n, r: make_driver("rust", r),
     )
-    m = gate.compare(ref, ref, rate=args.rate, connections=args.connections, rounds=4)
-    return statistics.median(m.reference.values("cpu_per_request[ref]"))
+    m = gate.compare(ref, ref, rate=args.rate, connections=args.connections, rounds=6)
+    assert m.reference is not None
+    cpu_ns = statistics.median(m.reference.values("cpu_per_request[echo]"))
+    p90_us = statistics.median(m.reference.values("p90")) / 1e3
+    return cpu_ns, p90_us
 
 
-def scenarios(args: argparse.Namespace, running: RunningTopology) -> list[tuple[str, str, object, object, dict]]:
-    ref, cand = running.endpoint("ref"), running.endpoint("cand")
+def scenarios(args: argparse.Namespace, ref: object, cand: object) -> list[tuple[str, str, object, object, dict]]:
     fixed = {"rate": args.rate, "connections": args.connections}
-    plan = []
-    if "cpu" in args.only:
-        cost_ns = calibrate_cpu(args, running)
-        print(f"calibration: ref spends {cost_ns / 1e3:.1f} us of CPU per request at {args.rate:g} rps")
-        for label, share in (("cpu +5%", 0.05), ("cpu +10%", 0.10)):
-            burn = f"{cost_ns * share / 1e3:.2f}us"
-            plan.append((f"{label} (burn={burn})", CPU_BUDGET, with_query(ref, burn=burn), ref, fixed))
-        plan.insert(0, ("cpu A/A", CPU_BUDGET, ref, ref, fixed))
-    if "latency" in args.only:
-        plan.append(("latency A/A", LATENCY_BUDGET, ref, ref, fixed))
-        for delay in ("50us", "100us"):
-            plan.append((f"latency +{delay}", LATENCY_BUDGET, with_query(ref, delay=delay), ref, fixed))
+    closed = {"connections": args.closed_connections}
+    plan: list[tuple[str, str, object, object, dict]] = []
+    if {"cpu", "p90"} & args.only:
+        cost_ns, p90_us = calibrate(args, ref)
+        print(
+            f"calibration: ref spends {cost_ns / 1e3:.1f} us of CPU per request, "
+            f"P90 {p90_us:.0f} us at {args.rate:g} rps",
+            flush=True,
+        )
+        if "cpu" in args.only:
+            burn = f"{cost_ns * INJECTED / 1e3:.2f}us"
+            plan.append(("cpu A/A", BUDGETS["cpu"], cand, ref, fixed))
+            plan.append((f"cpu +5% (burn={burn})", BUDGETS["cpu"], with_query(cand, burn=burn), ref, fixed))
+        if "p90" in args.only:
+            # CPU spent per request adds to each response's time exactly; a sleep of a few
+            # microseconds lasts as long as the kernel's timer slack (+20-30% measured, not 5%)
+            spin = f"{p90_us * INJECTED:.2f}us"
+            plan.append(("p90 A/A", BUDGETS["p90"], cand, ref, fixed))
+            plan.append((f"p90 +5% (burn={spin})", BUDGETS["p90"], with_query(cand, burn=spin), ref, fixed))
     if "rps" in args.only:
-        closed = {"connections": args.closed_connections}
-        plan.append(("rps A/A", RPS_BUDGET, cand, ref, closed))
-        plan.append(("rps cpus -10%", RPS_BUDGET, cand, ref, closed))
+        plan.append(("rps A/A", BUDGETS["rps"], cand, ref, closed))
+        plan.append(("rps -5% (cpu quota)", BUDGETS["rps"], cand, ref, closed))
     return plan
 
 
-def set_cpus(running: RunningTopology, node: str, cpus: float) -> None:
-    period = 100_000
-    running.container(node).update(cpu_period=period, cpu_quota=int(cpus * period))
+def set_cpus(running: RunningTopology, cpus: float) -> None:
+    running.container("echo").update(cpu_period=CPU_PERIOD_US, cpu_quota=int(cpus * CPU_PERIOD_US))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gates", type=int, default=20, help="gates per scenario")
-    parser.add_argument("--only", default="cpu,latency,rps", help="scenario groups: cpu, latency, rps")
-    parser.add_argument("--rate", type=float, default=2000.0, help="fixed rate of the cpu and latency gates")
+    parser.add_argument("--gates", type=int, default=20, help="gates per scenario and design")
+    parser.add_argument("--only", default="cpu,p90,rps", help="scenario groups: cpu, p90, rps")
+    parser.add_argument("--design", default=",".join(DESIGNS), help="designs compared: alternate, simultaneous")
+    parser.add_argument("--rate", type=float, default=2000.0, help="fixed rate of the cpu and p90 gates")
     parser.add_argument("--connections", type=int, default=8, help="connections at the fixed rate")
     parser.add_argument("--closed-connections", type=int, default=32, help="connections of the rps gates")
+    # a quarter core: the echo server, not the driver, limits the closed-loop rps gates, with
+    # both designs' loads (two drivers and two servers at once) inside the machine's 2 cores
+    parser.add_argument("--cores", type=float, default=0.25, help="CPU quota of each echo container")
     # Short rounds: CPU per request moves ~8% from round to round here whether a round lasts
     # 0.5 s or 2 s (machine noise, not request count), so more, shorter rounds decide sooner.
     parser.add_argument("--duration", type=float, default=0.5, help="seconds of a round's window")
@@ -173,6 +208,10 @@ def main() -> None:
     parser.add_argument("--max-rounds", type=int, default=32)
     args = parser.parse_args()
     args.only = {part.strip() for part in args.only.split(",")}
+    designs = [part.strip() for part in args.design.split(",")]
+    unknown = sorted(set(designs) - set(DESIGNS))
+    if unknown:
+        parser.error(f"unknown design(s) {', '.join(unknown)}; expected {', '.join(DESIGNS)}")
 
     signal.signal(signal.SIGTERM, _interrupt)  # a killed benchmark still removes its containers
     session = f"power{uuid.uuid4().hex[:6]}"
@@ -180,17 +219,19 @@ def main() -> None:
     runs: list[GateRun] = []
     started = time.monotonic()
     try:
-        with runtime.up(topology()) as running:
-            set_cpus(running, "ref", 1.0)
-            set_cpus(running, "cand", 1.0)
-            for scenario, budget, candidate, reference, shape in scenarios(args, running):
-                set_cpus(running, "cand", 0.9 if "cpus -10%" in scenario else 1.0)
-                for index in range(args.gates):
-                    run = run_gate(args, scenario, budget, candidate, reference, **shape)
+        ref_stack, cand_stack = runtime.up(topology("ref")), runtime.up(topology("cand"))
+        ref, cand = ref_stack.endpoint("direct"), cand_stack.endpoint("direct")
+        set_cpus(ref_stack, args.cores)
+        set_cpus(cand_stack, args.cores)
+        for scenario, budget, candidate, reference, shape in scenarios(args, ref, cand):
+            set_cpus(cand_stack, args.cores * (1 - INJECTED) if scenario.startswith("rps -") else args.cores)
+            for index in range(args.gates):
+                for design in designs:  # the designs take turns, so drift of the machine reaches both
+                    run = run_gate(args, design, scenario, budget, candidate, reference, **shape)
                     runs.append(run)
                     side = " ".join(f"{k}:{v.value}" for k, v in run.side.items())
                     print(
-                        f"{scenario:28} #{index + 1:<3} {run.status.value:6} est {run.estimate:9.4g} "
+                        f"{design:12} {scenario:28} #{index + 1:<3} {run.status.value:6} est {run.estimate:9.4g} "
                         f"{run.rounds:3} rounds {run.seconds:5.1f}s  | same rounds: {side}",
                         flush=True,
                     )
@@ -205,23 +246,17 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def summarize(runs: list[GateRun], total_s: float) -> None:
-    by_scenario: dict[str, list[GateRun]] = defaultdict(list)
+    by_cell: dict[tuple[str, str], list[GateRun]] = defaultdict(list)
     for run in runs:
-        by_scenario[run.scenario].append(run)
+        by_cell[(run.scenario, run.design)].append(run)
     print()
     print(
-        "| scenario | gate budget | gates | FAIL | INVALID | rounds (median, max) | s to verdict (median, max) "
-        "| same rounds: cpu / p90 / rps FAIL |"
+        "| scenario | design | gate budget | gates | FAIL | INVALID | rounds (median, max) "
+        "| s to verdict (median, max) | same rounds: cpu / p90 / rps FAIL |"
     )
-    print("|---|---|---|---|---|---|---|---|")
-    for scenario, items in by_scenario.items():
-        budget = (
-            CPU_BUDGET
-            if scenario.startswith("cpu")
-            else LATENCY_BUDGET
-            if scenario.startswith("latency")
-            else RPS_BUDGET
-        )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for (scenario, design), items in by_cell.items():
+        budget = BUDGETS[scenario.split()[0]]
         invalid = sum(r.status is Status.INVALID for r in items)
         judged = [r for r in items if r.status is not Status.INVALID] or items
         fails = sum(r.status is Status.FAIL for r in judged)
@@ -229,7 +264,7 @@ def summarize(runs: list[GateRun], total_s: float) -> None:
         seconds = [r.seconds for r in judged]
         side = Counter(k for r in items for k, v in r.side.items() if v is Status.FAIL)
         print(
-            f"| {scenario} | `{budget}` | {len(items)} | {fails} ({fails / len(judged):.0%}) | {invalid} "
+            f"| {scenario} | {design} | `{budget}` | {len(items)} | {fails} ({fails / len(judged):.0%}) | {invalid} "
             f"| {statistics.median(rounds):g}, {max(rounds)} | {statistics.median(seconds):.0f}, {max(seconds):.0f} "
             f"| {side['cpu']} / {side['p90']} / {side['rps']} |"
         )

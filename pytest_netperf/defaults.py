@@ -31,6 +31,9 @@ SPENDING = "pocock"
 #: change from no change at the verdict's level) replaced ``estimate``, which turned 5 of 20
 #: unchanged gates red on a tight CPU budget; rates in benchmarks/inconclusive_policy.py.
 INCONCLUSIVE = "change"
+#: How the sides of a comparison share the runner's time: alternate (ABBA rounds, one side at
+#: a time) or simultaneous (both sides loaded at once); measure/design.py.
+DESIGN = "alternate"
 #: A stored baseline of another machine class only: new (not used: NEW), warn (used, with a warning) or fail.
 FINGERPRINT_MISMATCH = "new"
 #: Open loop: the driver's schedule-lag p99 (ms) above which a round is INVALID.

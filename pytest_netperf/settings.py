@@ -16,6 +16,7 @@ from pytest_netperf import defaults
 from pytest_netperf.baseline.machine import check_class_name
 from pytest_netperf.drivers import HTTP_DRIVER_NAMES
 from pytest_netperf.drivers.locust.worker_service import parse_master
+from pytest_netperf.measure.design import DESIGNS
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.runtime.resources import default_split, usable_cores
 from pytest_netperf.topology.resources import cpuset_text, parse_cpuset
@@ -51,6 +52,9 @@ SETTING_HELP: dict[str, str] = {
     "inconclusive": "what a final INCONCLUSIVE does: change (fail when the point estimate is outside the "
     "budget and the rounds show a harmful change from no change at the verdict's level, else warn); estimate "
     f"(fail when the point estimate is outside the budget); fail; warn; or pass (default {defaults.INCONCLUSIVE})",
+    "design": "how the sides of a comparison share the runner's time: alternate (one side at a time, ABBA "
+    "rounds) or simultaneous (every side loaded at once by its own driver process; sides on the same "
+    f"containers with a cost budget, and the Locust driver, alternate) (default {defaults.DESIGN})",
     "fingerprint_mismatch": "when this test's stored baseline is of another machine class only: new (not used, "
     "the budgets are NEW), warn (judge against it with a warning) or fail; default "
     f"{defaults.FINGERPRINT_MISMATCH}. Within the class, a changed kernel, version or image warns (fail: fails)",
@@ -134,6 +138,7 @@ class Settings(GateSettings):
         """Raise ValueError when a value is out of range or not one of the choices."""
         _check_choice("driver", self.driver, DRIVERS)
         _check_choice("inconclusive", self.inconclusive, INCONCLUSIVE_POLICIES)
+        _check_choice("design", self.design, DESIGNS)
         _check_choice("fingerprint_mismatch", self.fingerprint_mismatch, FINGERPRINT_POLICIES)
         check_rounds(self.rounds_min, self.rounds_max)
         if self.round_batch < 1:

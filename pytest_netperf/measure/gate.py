@@ -20,6 +20,7 @@ from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.contention import both_sides_starved, shared_cores, starved_by_stack, starved_note
+from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS, design_problem, run_side_by_side
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike, WireCounter
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
@@ -101,6 +102,10 @@ class Measurement:
     #: Why the candidate's twin at the base revision could not be measured (its stack failed
     #: to start, with its log): the budgets against the baseline are INVALID, never PASS.
     base_error: str = ""
+    #: How the sides shared the runner's time (measure/design.py): ``alternate`` or ``simultaneous``.
+    design: str = ALTERNATE
+    #: Why the sides alternated although the settings asked for simultaneous rounds ("" when not).
+    design_note: str = ""
 
     def series(self) -> list[Series]:
         """Candidate first, then the reference and the base twin when there are any."""
@@ -160,6 +165,13 @@ def _weights(metric: str, rounds: Sequence[RoundResult]) -> Optional[list[float]
     """What ``metric``, a fraction, is a share of in each round (so the rounds are pooled), or None."""
     weight = metrics.get(metric).weight
     return None if weight is None else [weight(r) for r in rounds]
+
+
+def _driver_of(series: Series, where: str) -> Driver:
+    """The driver of ``series``; NetperfError for a series rebuilt from a record (it measures nothing)."""
+    if series.driver_instance is None:
+        raise NetperfError(f"{where or series.label}: this series has no driver to measure with")
+    return series.driver_instance
 
 
 def checked_target(target: object) -> TargetLike:
@@ -243,6 +255,7 @@ class Gate:
         m = self._new_measurement(key, cand, None, hops)
         self._attach_base(m, target, shape, driver)
         self._check_costs(m)
+        self._choose_design(m)
         self._run_rounds(m, rounds)
         return m
 
@@ -267,6 +280,7 @@ class Gate:
         m = self._new_measurement(key, cand, ref, hops)
         self._attach_base(m, candidate, shape, driver)
         self._check_costs(m)
+        self._choose_design(m)
         self._run_rounds(m, rounds)
         return m
 
@@ -377,25 +391,62 @@ class Gate:
         self.measurements.append(m)
         return m
 
-    def _run_one(self, m: Measurement, series: Series, index: int, total: int, most: Optional[int] = None) -> None:
-        """One round of ``series``: round ``index + 1`` of ``total`` planned so far (at most ``most``)."""
+    def _run_group(
+        self, m: Measurement, group: Sequence[Series], index: int, total: int, most: Optional[int] = None
+    ) -> None:
+        """Round ``index + 1`` of every series of ``group`` (of ``total`` planned so far, at most
+        ``most``), loaded at the same moment when the group has more than one series.
+
+        A round whose driver was saturated is measured again (the whole group, so the sides stay
+        simultaneous); when every attempt saturated and the stack under test held the shared
+        cores each time, the round is kept with a note, else the measurement is INVALID."""
         cap = f" (max {most})" if most is not None and most > total else ""
+        labels = " + ".join(s.label for s in group)
         self._progress(
-            f"{self.test_id} [{m.key}] round {index + 1}/{total}{cap} {series.label} "
-            f"({series.shape.describe()}, {time.monotonic() - self._started:.0f}s elapsed)"
+            f"{self.test_id} [{m.key}] round {index + 1}/{total}{cap} {labels} "
+            f"({group[0].shape.describe()}, {time.monotonic() - self._started:.0f}s elapsed)"
         )
-        where = f"{series.label} {series.url} (round {index + 1})"
-        if series.guard is not None:
-            problem = series.guard()
+        wheres = {id(s): f"{s.label} {s.url} (round {index + 1})" for s in group}
+        for series in group:
+            problem = series.guard() if series.guard is not None else None
             if problem:
-                raise InvalidMeasurement(f"{where}: {problem}; no load was sent")
+                raise InvalidMeasurement(f"{wheres[id(series)]}: {problem}; no load was sent")
+        tasks = [self._round_task(s, wheres[id(s)]) for s in group]
+        held_every_time = {id(s): True for s in group}
+        results: list[RoundResult] = []
+        for attempt in range(self.settings.saturated_retries + 1):
+            results = run_side_by_side(tasks)
+            saturated = [(s, r, p) for s, r in zip(group, results, strict=True) if (p := saturation_problem(r))]
+            if not saturated:
+                break
+            held = {id(s): starved_by_stack(r, shared_cores(_driver_of(s, ""))) for s, r, _ in saturated}
+            for series, _, _ in saturated:
+                held_every_time[id(series)] = held_every_time[id(series)] and held[id(series)] is not None
+            if attempt == self.settings.saturated_retries:
+                for series, _, problem in saturated:
+                    if not held_every_time[id(series)]:
+                        tries = f" in {attempt + 1} attempts" if attempt else ""
+                        raise InvalidMeasurement(f"{wheres[id(series)]}: {problem}{tries}")
+                for series, _, _ in saturated:  # the stack under test kept the driver's CPUs: what it measured
+                    series.starved.append(held[id(series)] or "")
+                break
+            for series, _, problem in saturated:
+                where = wheres[id(series)]
+                self.notes.append(f"{where} measured again: {problem}")
+                self._progress(f"{self.test_id} [{m.key}] {where} measured again: {problem}")
+        for series, result in zip(group, results, strict=True):
+            gone = series.guard() if series.guard is not None else None
+            if gone:  # vanished during the round: what answered may not have been the target
+                raise InvalidMeasurement(f"{wheres[id(series)]}: {gone} (during the round)")
+            series.rounds.append(result)
+
+    def _round_task(self, series: Series, where: str) -> Callable[[], RoundResult]:
+        """One attempt at a round of ``series``: the driver's run with the wire and cost counters around it."""
         shape = series.shape
         if series.rounds:  # warm already: the new connections only need to settle
             shape = replace(shape, warmup_s=min(shape.warmup_s, self.settings.round_warmup_s))
-
-        driver = series.driver_instance
-        if driver is None:  # a series rebuilt from a record measures nothing
-            raise NetperfError(f"{where}: this series has no driver to measure with")
+        driver = _driver_of(series, where)
+        needs_costs = bool(self._system_budgets)
 
         def drive() -> RoundResult:
             try:
@@ -406,28 +457,17 @@ class Gate:
         def run() -> RoundResult:
             return run_with_wire(drive, series.wire, self.notes)
 
-        needs_costs = bool(self._system_budgets)
-        shared = shared_cores(driver)
-        held_every_time = True
-        for attempt in range(self.settings.saturated_retries + 1):
-            result = run_with_costs(run, series.costs, where, needs_costs, self.notes)
-            problem = saturation_problem(result)
-            if not problem:
-                break
-            held = starved_by_stack(result, shared)
-            held_every_time = held_every_time and held is not None
-            if attempt == self.settings.saturated_retries:
-                if held and held_every_time:  # the stack under test kept the driver's CPUs: what it measured
-                    series.starved.append(held)
-                    break
-                tries = f" in {attempt + 1} attempts" if attempt else ""
-                raise InvalidMeasurement(f"{where}: {problem}{tries}")
-            self.notes.append(f"{where} measured again: {problem}")
-            self._progress(f"{self.test_id} [{m.key}] {where} measured again: {problem}")
-        gone = series.guard() if series.guard is not None else None
-        if gone:  # vanished during the round: what answered may not have been the target
-            raise InvalidMeasurement(f"{where}: {gone} (during the round)")
-        series.rounds.append(result)
+        return lambda: run_with_costs(run, series.costs, where, needs_costs, self.notes)
+
+    def _choose_design(self, m: Measurement) -> None:
+        """The measurement's design: the settings' one, unless its sides cannot be measured that way."""
+        if self.settings.design != SIMULTANEOUS or len(m.series()) < 2:
+            return
+        problem = design_problem(m.series(), reads_costs=bool(self._system_budgets))
+        if problem:
+            m.design_note = f"measured in alternating rounds, not simultaneously: {problem}"
+            return
+        m.design = SIMULTANEOUS
 
     def _check_costs(self, m: Measurement) -> None:
         """Before any load: every budget on the system under test can be read from the series it judges."""
@@ -456,12 +496,17 @@ class Gate:
         """The sequential procedure (:func:`run_sequential`) over interleaved rounds."""
         plan = round_plan(self.settings, rounds)
 
+        together = m.design == SIMULTANEOUS
+
         def measure_more(k: int) -> None:
             done = len(m.candidate.rounds)
             for i in range(done, done + k):
+                if together:
+                    self._run_group(m, m.series(), i, done + k, plan.max_rounds)
+                    continue
                 order = m.series() if i % 2 else list(reversed(m.series()))
                 for s in order:  # R C, C R, R C … (ABBA)
-                    self._run_one(m, s, i, done + k, plan.max_rounds)
+                    self._run_group(m, [s], i, done + k, plan.max_rounds)
 
         def more(undecided: list[str], total: int) -> None:
             self._progress(
@@ -621,6 +666,8 @@ class Gate:
                 o.notes.append(v.note)
             if v.undecidable:
                 o.notes.append(v.undecidable)
+            if m.design_note:
+                o.notes.append(m.design_note)
             o.notes.extend(starved_note(s.label, s.starved, len(s.rounds)) for s in m.series() if s.starved)
             closed_loop = closed_loop_note(b, m.candidate.rounds)
             if closed_loop:

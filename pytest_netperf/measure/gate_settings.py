@@ -26,7 +26,9 @@ class GateSettings:
     #: Warmup of every round after a series' first (never longer than ``warmup_s``).
     round_warmup_s: float = defaults.ROUND_WARMUP_S
     confidence: float = defaults.CONFIDENCE
-    inconclusive: str = defaults.INCONCLUSIVE  # fail | warn | pass
+    inconclusive: str = defaults.INCONCLUSIVE  # verdict/policy.py POLICIES
+    #: How the sides of a comparison share the runner's time (measure/design.py DESIGNS).
+    design: str = defaults.DESIGN
     calibrate: bool = False
     max_lag_ms: float = defaults.MAX_LAG_MS
     realtime: bool = False

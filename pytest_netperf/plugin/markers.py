@@ -16,13 +16,14 @@ import pytest
 from pytest_netperf.budget.grammar import Budget, coerce_budget
 from pytest_netperf.drivers import HTTP_DRIVER_NAMES
 from pytest_netperf.errors import MarkerError
+from pytest_netperf.measure.design import DESIGNS
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.settings import INCONCLUSIVE_POLICIES, Settings, check_rounds, to_float, to_int
 
 MARKER = "netperf"
 MARKER_HELP = (
     "netperf(*budgets, driver=None, rounds=None, max_rounds=None, duration=None, warmup=None, "
-    "inconclusive=None, locustfile=None, user_class=None): "
+    "inconclusive=None, design=None, locustfile=None, user_class=None): "
     "a network performance gate; budgets like 'rps_loss <= 10%', 'p90 < 1ms', 'p99 <= 1.2x baseline'"
 )
 
@@ -37,6 +38,7 @@ class MarkerOptions:
     duration: Optional[float] = None
     warmup: Optional[float] = None
     inconclusive: Optional[str] = None
+    design: Optional[str] = None
     locustfile: Optional[str] = None
     user_class: Optional[str] = None
 
@@ -55,6 +57,7 @@ class MarkerOptions:
             round_duration_s=self.duration if self.duration is not None else settings.round_duration_s,
             warmup_s=self.warmup if self.warmup is not None else settings.warmup_s,
             inconclusive=self.inconclusive or settings.inconclusive,
+            design=self.design or settings.design,
         )
 
     def locustfile_path(self, test_dir: Path) -> Optional[Path]:
@@ -72,6 +75,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
     "duration": to_float,
     "warmup": to_float,
     "inconclusive": str,
+    "design": str,
     "locustfile": str,
     "user_class": str,
 }
@@ -113,6 +117,8 @@ def _check(options: MarkerOptions) -> None:
         fail("driver", f"expected one of {', '.join(HTTP_DRIVER_NAMES)}")
     if options.inconclusive is not None and options.inconclusive not in INCONCLUSIVE_POLICIES:
         fail("inconclusive", f"expected one of {', '.join(INCONCLUSIVE_POLICIES)}")
+    if options.design is not None and options.design not in DESIGNS:
+        fail("design", f"expected one of {', '.join(DESIGNS)}")
     if options.rounds is not None and options.rounds < 2:
         fail("rounds", "needs at least 2 rounds for a confidence interval")
     if options.max_rounds is not None:

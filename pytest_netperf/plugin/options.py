@@ -48,6 +48,7 @@ OPTIONS = (
     Option("round-warmup", "round_warmup_s", "netperf_round_warmup"),
     Option("confidence", "confidence", "netperf_confidence"),
     Option("inconclusive", "inconclusive", "netperf_inconclusive"),
+    Option("design", "design", "netperf_design"),
     Option("fingerprint-mismatch", "fingerprint_mismatch", "netperf_fingerprint_mismatch"),
     Option("machine-class", "machine_class", "netperf_machine_class"),
     Option("base", "base", "netperf_base"),

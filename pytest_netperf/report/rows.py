@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
+from pytest_netperf.measure.design import DESCRIPTIONS
 from pytest_netperf.report.load_workers import LOAD_WORKERS_FACT, workers_fact
 from pytest_netperf.report.system_costs import SYSTEM_FACT, costs_fact, costs_json
 from pytest_netperf.report.transport import TRANSPORT_FACT, transport_fact, transport_json
@@ -35,6 +36,8 @@ class ReportRow:
     raw: dict[str, Any] = field(default_factory=dict)
     #: Facts per measured series (``candidate``, ``reference``): images, resources, driver cores.
     facts: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: How the compared sides shared the runner's time (measure/design.py); "" for one side.
+    design: str = ""
 
     def __post_init__(self) -> None:
         self.verdict = Status.parse(self.verdict).value
@@ -89,13 +92,23 @@ def verdict_rank(verdict: str) -> int:
 
 #: The fact naming the exact request a series was measured with (method, URL, headers, body, load).
 REQUEST_FACT = "request"
+#: The fact saying how the compared sides shared the runner's time (the measurement design).
+DESIGN_FACT = "rounds"
+
+
+def compared_design(m: Measurement) -> str:
+    """The design of ``m`` when it compares sides measured in this run, else ""."""
+    return m.design if len(m.series()) > 1 else ""
 
 
 def series_facts(m: Measurement) -> dict[str, dict[str, str]]:
     """The facts of every series of ``m`` by label (candidate first): the exact request each
     side was measured with, and what the system under test spent per node; empty when none has any."""
     facts = {s.label: dict(s.facts) for s in m.series()}
+    design = compared_design(m)
     for s in m.series():
+        if design:
+            facts[s.label][DESIGN_FACT] = DESCRIPTIONS[design]
         if s.url:
             facts[s.label][REQUEST_FACT] = s.shape.describe_request(s.url)
         spent = costs_fact(s.rounds)
@@ -157,6 +170,7 @@ def row_for_outcome(outcome: BudgetOutcome, gate: Gate) -> ReportRow:
         where=m.candidate.where,
         raw=raw,
         facts=series_facts(m),
+        design=compared_design(m),
     )
 
 

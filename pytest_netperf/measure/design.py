@@ -1,0 +1,97 @@
+"""How the sides of a comparison share the runner's time: the measurement designs.
+
+``alternate``: one side at a time, in ABBA order (R C, C R, R C …); each pair's rounds are
+a few seconds apart, so what the runner does to time between them (a neighbour's burst,
+CPU frequency, steal) lands on one side of the pair only.
+
+``simultaneous``: every side of a round is loaded at the same moment, each by its own driver
+process at the same load shape, with the same CPU placement; what the runner does to time
+hits both sides within the same second and cancels in their ratio. It needs sides that are
+distinct systems when the system under test's costs are judged (two sides on one set of
+containers would each be charged for both loads) and drivers that can run side by side;
+otherwise the gate measures in alternating rounds and says why.
+
+Rates of false FAILs and detections of both designs on the same work:
+``benchmarks/gate_power.py --design``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Optional, Protocol, TypeVar, cast
+
+from pytest_netperf import defaults
+
+ALTERNATE = "alternate"
+SIMULTANEOUS = "simultaneous"
+#: Every design name, the default first.
+DESIGNS: tuple[str, ...] = (defaults.DESIGN,) + tuple(d for d in (ALTERNATE, SIMULTANEOUS) if d != defaults.DESIGN)
+#: What the report says about rounds measured in each design.
+DESCRIPTIONS = {
+    ALTERNATE: "alternating (one side at a time, ABBA order)",
+    SIMULTANEOUS: "simultaneous (every side loaded at once, one driver process each)",
+}
+#: Drivers whose runs are independent processes, so two may measure at the same moment
+#: (a Locust session shares one master and its workers between runs).
+SIDE_BY_SIDE_DRIVERS = frozenset({"rust", "iperf3"})
+
+T = TypeVar("T")
+
+
+class SideLike(Protocol):
+    """What the choice of design reads of each measured side."""
+
+    label: str
+    url: str
+    driver: str
+
+    @property
+    def costs(self) -> object: ...
+
+
+def design_problem(sides: Sequence[SideLike], reads_costs: bool) -> Optional[str]:
+    """Why these sides cannot be measured simultaneously (so they alternate), or None."""
+    if len(sides) < 2:
+        return None
+    serial = sorted({s.driver for s in sides if s.driver not in SIDE_BY_SIDE_DRIVERS})
+    if serial:
+        return f"the {', '.join(serial)} driver measures one load at a time"
+    if reads_costs:
+        for i, first in enumerate(sides):
+            for second in sides[i + 1 :]:
+                if first.costs is not None and first.costs is second.costs:
+                    return (
+                        f"{first.label} and {second.label} run on the same containers, whose costs would "
+                        "include both loads"
+                    )
+    return None
+
+
+def run_side_by_side(tasks: Sequence[Callable[[], T]]) -> list[T]:
+    """Run every task at the same moment, one thread each, and return their results in order.
+
+    Every task starts once all threads are ready; every thread is waited for even when one
+    fails, then the first failure (in task order) is raised."""
+    if len(tasks) == 1:
+        return [tasks[0]()]
+    start = threading.Barrier(len(tasks))
+    results: list[Optional[T]] = [None] * len(tasks)
+    failures: list[Optional[BaseException]] = [None] * len(tasks)
+
+    def work(index: int) -> None:
+        try:
+            start.wait()
+            results[index] = tasks[index]()
+        except BaseException as exc:  # re-raised in the caller's thread below
+            failures[index] = exc
+
+    threads = [threading.Thread(target=work, args=(i,), name=f"netperf-side-{i}") for i in range(len(tasks))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for failure in failures:
+        if failure is not None:
+            raise failure
+    return cast("list[T]", results)  # every task returned: no failure was recorded

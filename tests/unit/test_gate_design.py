@@ -1,0 +1,201 @@
+"""The measurement designs (measure/design.py): in ``simultaneous`` rounds every side of a
+comparison is loaded at the same moment (their drivers' runs overlap in time), in
+``alternate`` rounds one side at a time in ABBA order; sides that cannot run side by side
+alternate with a note; a saturated side makes the whole round run again together; the
+report says which design a verdict came from.
+
+A driver that sleeps through each run and records when it ran, so overlap is measured on
+the clock, not assumed.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import replace
+from typing import Optional
+
+import pytest
+from netperf_rounds import make_round
+
+from pytest_netperf.budget.grammar import parse_budget
+from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.errors import InvalidMeasurement, MarkerError
+from pytest_netperf.measure.design import (
+    ALTERNATE,
+    DESIGNS,
+    SIMULTANEOUS,
+    design_problem,
+    run_side_by_side,
+)
+from pytest_netperf.measure.gate import Gate, Series
+from pytest_netperf.measure.gate_settings import GateSettings
+from pytest_netperf.report.rows import DESIGN_FACT, describe_facts, row_for_outcome
+from pytest_netperf.results.model import RoundResult
+from pytest_netperf.runtime.docker import Endpoint
+from pytest_netperf.settings import Settings
+from pytest_netperf.verdict.status import Status
+
+HEAD, BASE = "http://10.0.0.2/", "http://10.0.1.2/"
+RUN_S = 0.05
+
+
+class ClockedDriver:
+    """Sleeps ``RUN_S`` per run and records (url, start, end); saturated on the listed run numbers."""
+
+    cpus = None
+
+    def __init__(self, name: str = "rust", rps: Optional[dict[str, float]] = None, saturated: frozenset = frozenset()):
+        self.name = name
+        self.rps = rps or {}
+        self.saturated = saturated
+        self.runs: list[tuple[str, float, float]] = []
+        self._lock = threading.Lock()
+        self.calls = 0
+
+    def run(self, url: str, shape: LoadShape) -> RoundResult:
+        with self._lock:
+            self.calls += 1
+            call = self.calls
+        start = time.monotonic()
+        time.sleep(RUN_S)
+        end = time.monotonic()
+        with self._lock:
+            self.runs.append((url, start, end))
+        result = make_round(rps=self.rps.get(url, 1000.0) * (1.0 + 0.01 * (call % 3)), url=url)
+        if call in self.saturated:
+            health = replace(result.client, saturated=True, saturation_reasons=["schedule lag p99 9000 us"])
+            result = replace(result, client=health)
+        return result
+
+    def overlapping_pairs(self) -> int:
+        """Runs of different URLs whose time spans overlap."""
+        count = 0
+        for i, (url_a, start_a, end_a) in enumerate(self.runs):
+            for url_b, start_b, end_b in self.runs[i + 1 :]:
+                if url_a != url_b and start_a < end_b and start_b < end_a:
+                    count += 1
+        return count
+
+
+def gate(driver: ClockedDriver, design: str, budgets: tuple[str, ...] = ("rps >= 0.9x reference",)) -> Gate:
+    settings = GateSettings(rounds_min=4, rounds_max=4, round_duration_s=0.1, warmup_s=0.0, design=design)
+    return Gate("t.py::test", [parse_budget(b) for b in budgets], settings, driver_factory=lambda n, r: driver)
+
+
+def test_simultaneous_rounds_load_both_sides_at_the_same_moment() -> None:
+    driver = ClockedDriver()
+    g = gate(driver, SIMULTANEOUS)
+    m = g.compare(HEAD, BASE)
+    assert m.design == SIMULTANEOUS and len(m.candidate.rounds) == len(m.reference.rounds) == 4
+    assert driver.overlapping_pairs() == 4  # each round's two runs overlap, no run overlaps another round's
+    (outcome,) = g.finish()
+    assert outcome.status is Status.PASS
+
+
+def test_alternating_rounds_never_overlap_and_keep_the_abba_order() -> None:
+    driver = ClockedDriver()
+    m = gate(driver, ALTERNATE).compare(HEAD, BASE)
+    assert m.design == ALTERNATE and driver.overlapping_pairs() == 0
+    assert [url for url, _, _ in driver.runs] == [BASE, HEAD, HEAD, BASE, BASE, HEAD, HEAD, BASE]
+
+
+def test_a_regression_is_judged_the_same_way_in_simultaneous_rounds() -> None:
+    driver = ClockedDriver(rps={HEAD: 500.0, BASE: 1000.0})
+    g = gate(driver, SIMULTANEOUS)
+    g.compare(HEAD, BASE)
+    (outcome,) = g.finish()
+    assert outcome.status is Status.FAIL and outcome.verdict.estimate == pytest.approx(0.5, rel=0.05)
+
+
+def test_the_base_twin_is_loaded_beside_head() -> None:
+    driver = ClockedDriver()
+    g = gate(driver, SIMULTANEOUS, ("rps >= 0.9x base",))
+    m = g.measure(Endpoint(HEAD, None, "host", base=Endpoint(BASE, None, "host")))
+    assert m.design == SIMULTANEOUS and driver.overlapping_pairs() == 4
+    (outcome,) = g.finish()
+    row = row_for_outcome(outcome, g)
+    assert row.design == SIMULTANEOUS
+    assert any(DESIGN_FACT + ": simultaneous" in line for line in describe_facts(row.facts)), row.facts
+
+
+def test_a_single_side_has_no_design_in_its_row() -> None:
+    driver = ClockedDriver()
+    g = gate(driver, SIMULTANEOUS, ("rps > 10",))
+    g.measure(HEAD)
+    (outcome,) = g.finish()
+    row = row_for_outcome(outcome, g)
+    assert row.design == "" and DESIGN_FACT not in row.facts.get("candidate", {})
+
+
+def test_a_saturated_side_runs_the_whole_round_again_together() -> None:
+    driver = ClockedDriver(saturated=frozenset({3}))  # one side of round 2
+    g = gate(driver, SIMULTANEOUS)
+    m = g.compare(HEAD, BASE)
+    assert driver.calls == 10 and len(m.candidate.rounds) == 4
+    assert driver.overlapping_pairs() == 5
+    (outcome,) = g.finish()
+    assert any("(round 2) measured again: the load driver was saturated" in n for n in outcome.notes)
+
+
+def test_a_side_saturated_on_every_attempt_is_invalid() -> None:
+    driver = ClockedDriver(saturated=frozenset({3, 5, 7}))
+    with pytest.raises(InvalidMeasurement, match=r"round 2\): the load driver was saturated.* in 3 attempts"):
+        gate(driver, SIMULTANEOUS).compare(HEAD, BASE)
+
+
+def test_the_locust_driver_alternates_and_says_why() -> None:
+    driver = ClockedDriver(name="locust")
+    g = gate(driver, SIMULTANEOUS)
+    m = g.compare(HEAD, BASE)
+    assert m.design == ALTERNATE and driver.overlapping_pairs() == 0
+    (outcome,) = g.finish()
+    assert any("alternating rounds, not simultaneously: the locust driver" in n for n in outcome.notes)
+
+
+class SharedProbe:
+    nodes = ("echo",)
+
+
+def side(label: str, url: str, costs: object, driver: str = "rust") -> Series:
+    return Series(label, url, "host", driver, LoadShape(), costs=costs)  # type: ignore[arg-type]
+
+
+def test_sides_on_the_same_containers_alternate_only_when_costs_are_judged() -> None:
+    probe = SharedProbe()
+    shared = [side("candidate", HEAD + "?burn=1us", probe), side("reference", HEAD, probe)]
+    assert "same containers" in (design_problem(shared, reads_costs=True) or "")
+    assert design_problem(shared, reads_costs=False) is None
+    apart = [side("candidate", HEAD, SharedProbe()), side("reference", BASE, SharedProbe())]
+    assert design_problem(apart, reads_costs=True) is None
+    assert design_problem(shared[:1], reads_costs=True) is None
+
+
+def test_run_side_by_side_starts_together_keeps_order_and_raises_after_all_finished() -> None:
+    finished: list[str] = []
+
+    def slow() -> str:
+        time.sleep(0.1)
+        finished.append("slow")
+        return "slow"
+
+    def fails() -> str:
+        raise InvalidMeasurement("side b failed")
+
+    started = time.monotonic()
+    assert run_side_by_side([slow, slow]) == ["slow", "slow"]
+    assert time.monotonic() - started < 0.19  # together, not one after the other
+    with pytest.raises(InvalidMeasurement, match="side b failed"):
+        run_side_by_side([slow, fails])
+    assert finished.count("slow") == 3  # the slow side was waited for before the failure surfaced
+
+
+def test_an_unknown_design_is_a_clear_error_in_settings_and_marker() -> None:
+    assert set(DESIGNS) == {ALTERNATE, SIMULTANEOUS}
+    with pytest.raises(ValueError, match="design"):
+        Settings.from_mapping({"design": "sideways"})
+    assert Settings.from_mapping({"design": "simultaneous"}).gate_view().design == SIMULTANEOUS
+    from pytest_netperf.plugin.markers import MarkerOptions, _check
+
+    with pytest.raises(MarkerError, match=r"design='sideways': expected one of"):
+        _check(MarkerOptions(design="sideways"))
