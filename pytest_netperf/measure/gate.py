@@ -449,10 +449,12 @@ class Gate:
         needs_costs = bool(self._system_budgets)
 
         def drive() -> RoundResult:
+            started_at = time.time()
             try:
-                return driver.run(series.url, shape)
+                result = driver.run(series.url, shape)
             except DriverError as exc:
                 raise InvalidMeasurement(f"{series.label} {series.url}: {exc}") from exc
+            return replace(result, started_at=started_at)
 
         def run() -> RoundResult:
             return run_with_wire(drive, series.wire, self.notes)

@@ -227,6 +227,9 @@ class RoundResult:
     system: Optional[SystemCosts] = None
     #: L4 figures (iperf3 rounds, tcp:// request/response rounds); None for HTTP.
     transport: Optional[TransportStats] = None
+    #: Wall-clock time (Unix seconds) the gate started this round's driver; None when not recorded.
+    #: Sides of a simultaneous round start within milliseconds of each other.
+    started_at: Optional[float] = None
 
     @property
     def error_count(self) -> int:

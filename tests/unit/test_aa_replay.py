@@ -32,7 +32,7 @@ GATES = 400
 BLOCK = 5
 #: metric -> (recorded set, budget 2.5% from no change)
 CASES = {
-    "cpu_per_request[ref]": ("open", "cpu_per_request[ref] <= 1.025x reference"),
+    "cpu_per_request[echo]": ("open", "cpu_per_request[echo] <= 1.025x reference"),
     "p90": ("open", "p90 <= 1.025x reference"),
     "rps": ("closed", "rps >= 0.975x reference"),
 }

@@ -1,0 +1,100 @@
+"""Simultaneous rounds on real containers (``--netperf-design simultaneous``): a head and a base
+echo server, each its own container, are loaded at the same moment in every round (their
+rounds start within a fraction of the round's length, read from the results file), an
+unchanged pair passes and CPU burnt per request on head fails; the report says which design
+the verdicts came from. A comparison of one container with itself alternates, with the reason.
+Real echo containers and the real Rust driver.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from docker_helpers import skip_without_images
+
+pytestmark = pytest.mark.docker
+
+GATE = """
+import dataclasses
+import os
+
+import pytest
+from pytest_netperf.measure.targets import with_query
+from pytest_netperf.topology import builders
+
+BURN = os.environ.get("ECHO_BURN", "")
+
+
+def echo(netperf_topology, name):
+    return netperf_topology(dataclasses.replace(builders.echo_topology(), name=name)).endpoint("direct")
+
+
+@pytest.mark.netperf("cpu_per_request[echo] <= 1.3x reference", "p90 <= 3x reference")
+def test_head_vs_base(netperf, netperf_topology):
+    head, base = echo(netperf_topology, "echo-head"), echo(netperf_topology, "echo-base")
+    netperf.compare(with_query(head, burn=BURN) if BURN else head, reference=base, connections=4, rate=1000)
+
+
+@pytest.mark.netperf("cpu_per_request[echo] <= 1.3x reference")
+def test_one_container_against_itself(netperf, netperf_topology):
+    head = echo(netperf_topology, "echo-head")
+    netperf.compare(head, reference=head, connections=4, rate=1000)
+"""
+
+RUN = [
+    "--netperf-design=simultaneous",
+    "--netperf-rounds=6",
+    "--netperf-max-rounds=16",
+    "--netperf-duration=0.5",
+    "--netperf-warmup=0.5",
+    "--netperf-json=results.json",
+    "-p",
+    "no:cacheprovider",
+    "-rA",
+]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_docker_and_images() -> None:
+    skip_without_images("echo")
+
+
+def results(pytester: pytest.Pytester) -> dict:
+    return json.loads((pytester.path / "results.json").read_text())
+
+
+def test_head_and_base_are_loaded_together_and_judged(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_design=GATE)
+    same = pytester.runpytest_subprocess(*RUN, "-k", "head_vs_base")
+    assert same.ret == 0, same.stdout.str()[-3000:]
+    doc = results(pytester)
+    assert {row["design"] for row in doc["rows"]} == {"simultaneous"}, doc["rows"]
+    assert all("simultaneous" in row["facts"]["candidate"]["rounds"] for row in doc["rows"]), doc["rows"]
+    (measurement,) = doc["results"]["test_design.py::test_head_vs_base"]
+    candidate = measurement["series"]["candidate"]["rounds"]
+    reference = measurement["series"]["reference"]["rounds"]
+    assert len(candidate) == len(reference) >= 6
+    for cand, ref in zip(candidate, reference, strict=True):
+        # both drivers start at one barrier: well within the 0.25 s warmup of a later round
+        assert abs(cand["started_at"] - ref["started_at"]) < 0.2, (cand["started_at"], ref["started_at"])
+    starts = [r["started_at"] for r in candidate]
+    assert all(b - a >= 0.5 for a, b in zip(starts, starts[1:], strict=False)), starts  # one round after another
+
+    monkeypatch.setenv("ECHO_BURN", "40us")  # about three times the echo server's own CPU per request
+    burnt = pytester.runpytest_subprocess(*RUN, "-k", "head_vs_base")
+    assert burnt.ret == 1, burnt.stdout.str()[-3000:]
+    rows = {row["budget"]: row for row in results(pytester)["rows"]}
+    failed = rows["cpu_per_request[echo] <= 1.3x reference"]
+    assert failed["verdict"] == "FAIL" and failed["design"] == "simultaneous", failed
+
+
+def test_one_container_against_itself_alternates_and_says_why(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_design=GATE)
+    result = pytester.runpytest_subprocess(*RUN, "-k", "against_itself")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    (row,) = results(pytester)["rows"]
+    assert row["design"] == "alternate", row
+    assert any("alternating rounds, not simultaneously" in note and "same containers" in note for note in row["notes"])
