@@ -11,7 +11,10 @@ distinct systems when the system under test's costs are judged (two sides on one
 containers would each be charged for both loads) and drivers that can run side by side;
 otherwise the gate measures in alternating rounds and says why.
 
-Rates of false FAILs and detections of both designs on the same work:
+``auto`` measures simultaneously where every side is a system of its own (a base twin beside
+head, two topologies: each side's own cost probe), and alternates otherwise: two paths
+through one stack share its servers, and loading them at once would change what each
+measures. Rates of false FAILs and detections of both designs on the same work:
 ``benchmarks/gate_power.py --design``.
 """
 
@@ -25,12 +28,18 @@ from pytest_netperf import defaults
 
 ALTERNATE = "alternate"
 SIMULTANEOUS = "simultaneous"
+#: Simultaneous where every side is a system of its own (each side's containers apart from
+#: the others': a base twin beside head, two topologies), alternate otherwise (paths through
+#: one stack, plain URLs whose servers the gate cannot see, the Locust driver).
+AUTO = "auto"
 #: Every design name, the default first.
-DESIGNS: tuple[str, ...] = (defaults.DESIGN,) + tuple(d for d in (ALTERNATE, SIMULTANEOUS) if d != defaults.DESIGN)
+DESIGNS: tuple[str, ...] = (defaults.DESIGN,) + tuple(
+    d for d in (AUTO, ALTERNATE, SIMULTANEOUS) if d != defaults.DESIGN
+)
 #: What the report says about rounds measured in each design.
 DESCRIPTIONS = {
     ALTERNATE: "alternating (one side at a time, ABBA order)",
-    SIMULTANEOUS: "simultaneous (every side loaded at once, one driver process each)",
+    SIMULTANEOUS: "simultaneous (loaded at once, one driver process each)",
 }
 #: Drivers whose runs are independent processes, so two may measure at the same moment
 #: (a Locust session shares one master and its workers between runs).
@@ -66,6 +75,50 @@ def design_problem(sides: Sequence[SideLike], reads_costs: bool) -> Optional[str
                         "include both loads"
                     )
     return None
+
+
+def own_systems(sides: Sequence[SideLike]) -> bool:
+    """Whether every side is known to run on containers of its own (its own cost probe)."""
+    probes = [s.costs for s in sides]
+    return all(p is not None for p in probes) and len({id(p) for p in probes}) == len(probes)
+
+
+S = TypeVar("S", bound=SideLike)
+
+
+def round_groups(setting: str, sides: Sequence[S], reads_costs: bool) -> tuple[list[list[S]], str]:
+    """The sides loaded together in each round under the design ``setting`` (a :data:`DESIGNS`
+    name): one group per side when they alternate, one group of all when they are simultaneous,
+    and in between under ``auto`` (a candidate and its base twin together, the reference on the
+    candidate's own stack apart). Also why a side was not measured with the others although
+    ``simultaneous`` was asked for ("" otherwise)."""
+    if setting not in DESIGNS:
+        raise ValueError(f"unknown design {setting!r}; expected one of {', '.join(DESIGNS)}")
+    if setting == ALTERNATE or len(sides) < 2:
+        return [[side] for side in sides], ""
+    groups: list[list[S]] = []
+    problems: list[str] = []
+    for side in sides:
+        for group in groups:
+            joined = [*group, side]
+            problem = design_problem(joined, reads_costs)
+            if problem is None and (setting == SIMULTANEOUS or own_systems(joined)):
+                group.append(side)
+                break
+            if problem and problem not in problems:
+                problems.append(problem)
+        else:
+            groups.append([side])
+    note = ""
+    if setting == SIMULTANEOUS and len(groups) > 1:
+        note = f"measured in alternating rounds, not simultaneously: {'; '.join(problems)}"
+    return groups, note
+
+
+def design_between(groups: Sequence[Sequence[SideLike]], first: str, second: str) -> str:
+    """The design two sides (by label) were compared in: simultaneous when loaded together."""
+    together = any({first, second} <= {side.label for side in group} for group in groups)
+    return SIMULTANEOUS if together else ALTERNATE
 
 
 def run_side_by_side(tasks: Sequence[Callable[[], T]]) -> list[T]:

@@ -20,7 +20,7 @@ from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.contention import both_sides_starved, shared_cores, starved_by_stack, starved_note
-from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS, design_problem, run_side_by_side
+from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS, design_between, round_groups, run_side_by_side
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike, WireCounter
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
@@ -102,14 +102,24 @@ class Measurement:
     #: Why the candidate's twin at the base revision could not be measured (its stack failed
     #: to start, with its log): the budgets against the baseline are INVALID, never PASS.
     base_error: str = ""
-    #: How the sides shared the runner's time (measure/design.py): ``alternate`` or ``simultaneous``.
-    design: str = ALTERNATE
-    #: Why the sides alternated although the settings asked for simultaneous rounds ("" when not).
+    #: The series loaded together in each round (measure/design.py): one group per series when
+    #: they alternate (ABBA over the groups); empty until the rounds are planned.
+    groups: list[list[Series]] = field(default_factory=list)
+    #: Why series alternated although the settings asked for simultaneous rounds ("" when not).
     design_note: str = ""
 
     def series(self) -> list[Series]:
         """Candidate first, then the reference and the base twin when there are any."""
         return [s for s in (self.candidate, self.reference, self.base) if s is not None]
+
+    @property
+    def design(self) -> str:
+        """``simultaneous`` when any series were loaded together, else ``alternate``."""
+        return SIMULTANEOUS if any(len(group) > 1 for group in self.groups) else ALTERNATE
+
+    def design_between(self, first: str, second: str) -> str:
+        """How the series labelled ``first`` and ``second`` shared the runner's time."""
+        return design_between(self.groups, first, second)
 
 
 @dataclass
@@ -462,14 +472,8 @@ class Gate:
         return lambda: run_with_costs(run, series.costs, where, needs_costs, self.notes)
 
     def _choose_design(self, m: Measurement) -> None:
-        """The measurement's design: the settings' one, unless its sides cannot be measured that way."""
-        if self.settings.design != SIMULTANEOUS or len(m.series()) < 2:
-            return
-        problem = design_problem(m.series(), reads_costs=bool(self._system_budgets))
-        if problem:
-            m.design_note = f"measured in alternating rounds, not simultaneously: {problem}"
-            return
-        m.design = SIMULTANEOUS
+        """Which series are loaded together in each round: the settings' design, as far as the series allow."""
+        m.groups, m.design_note = round_groups(self.settings.design, m.series(), bool(self._system_budgets))
 
     def _check_costs(self, m: Measurement) -> None:
         """Before any load: every budget on the system under test can be read from the series it judges."""
@@ -498,17 +502,14 @@ class Gate:
         """The sequential procedure (:func:`run_sequential`) over interleaved rounds."""
         plan = round_plan(self.settings, rounds)
 
-        together = m.design == SIMULTANEOUS
+        groups = m.groups or [[s] for s in m.series()]
 
         def measure_more(k: int) -> None:
             done = len(m.candidate.rounds)
             for i in range(done, done + k):
-                if together:
-                    self._run_group(m, m.series(), i, done + k, plan.max_rounds)
-                    continue
-                order = m.series() if i % 2 else list(reversed(m.series()))
-                for s in order:  # R C, C R, R C … (ABBA)
-                    self._run_group(m, [s], i, done + k, plan.max_rounds)
+                order = groups if i % 2 else list(reversed(groups))
+                for group in order:  # R C, C R, R C … (ABBA); a group's series at once
+                    self._run_group(m, group, i, done + k, plan.max_rounds)
 
         def more(undecided: list[str], total: int) -> None:
             self._progress(

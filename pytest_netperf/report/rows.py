@@ -9,13 +9,14 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
-from pytest_netperf.measure.design import DESCRIPTIONS
+from pytest_netperf.measure.design import ALTERNATE, DESCRIPTIONS, SIMULTANEOUS
 from pytest_netperf.report.load_workers import LOAD_WORKERS_FACT, workers_fact
 from pytest_netperf.report.system_costs import SYSTEM_FACT, costs_fact, costs_json
 from pytest_netperf.report.transport import TRANSPORT_FACT, transport_fact, transport_json
 from pytest_netperf.verdict.status import SUMMARY_ORDER, WORST_FIRST, Status
 
 if TYPE_CHECKING:
+    from pytest_netperf.budget.grammar import Budget
     from pytest_netperf.measure.gate import BudgetOutcome, Gate, Measurement
 
 
@@ -36,7 +37,8 @@ class ReportRow:
     raw: dict[str, Any] = field(default_factory=dict)
     #: Facts per measured series (``candidate``, ``reference``): images, resources, driver cores.
     facts: dict[str, dict[str, str]] = field(default_factory=dict)
-    #: How the compared sides shared the runner's time (measure/design.py); "" for one side.
+    #: How the candidate and what the budget compares it with shared the runner's time
+    #: (measure/design.py: simultaneous or alternate); "" when nothing of this run is compared.
     design: str = ""
 
     def __post_init__(self) -> None:
@@ -96,19 +98,33 @@ REQUEST_FACT = "request"
 DESIGN_FACT = "rounds"
 
 
-def compared_design(m: Measurement) -> str:
-    """The design of ``m`` when it compares sides measured in this run, else ""."""
-    return m.design if len(m.series()) > 1 else ""
+def compared_design(m: Measurement, budget: Budget) -> str:
+    """How the candidate and what ``budget`` compares it with shared the runner's time in ``m``
+    (``simultaneous`` or ``alternate``); "" when the budget compares with nothing measured in this run."""
+    other = {"reference": m.reference, "baseline": m.base}.get(budget.comparison)
+    return m.design_between(m.candidate.label, other.label) if other is not None else ""
+
+
+def round_fact(m: Measurement, label: str) -> str:
+    """How the series ``label`` shared the runner's time with the others of ``m`` ("" alone)."""
+    if len(m.series()) < 2:
+        return ""
+    others = [s.label for s in m.series() if s.label != label]
+    together = [o for o in others if m.design_between(label, o) == SIMULTANEOUS]
+    apart = [o for o in others if o not in together]
+    parts = [f"{DESCRIPTIONS[SIMULTANEOUS]} with {' and '.join(together)}"] if together else []
+    parts += [f"{DESCRIPTIONS[ALTERNATE]} with {' and '.join(apart)}"] if apart else []
+    return "; ".join(parts)
 
 
 def series_facts(m: Measurement) -> dict[str, dict[str, str]]:
     """The facts of every series of ``m`` by label (candidate first): the exact request each
     side was measured with, and what the system under test spent per node; empty when none has any."""
     facts = {s.label: dict(s.facts) for s in m.series()}
-    design = compared_design(m)
     for s in m.series():
-        if design:
-            facts[s.label][DESIGN_FACT] = DESCRIPTIONS[design]
+        rounds = round_fact(m, s.label)
+        if rounds:
+            facts[s.label][DESIGN_FACT] = rounds
         if s.url:
             facts[s.label][REQUEST_FACT] = s.shape.describe_request(s.url)
         spent = costs_fact(s.rounds)
@@ -170,7 +186,7 @@ def row_for_outcome(outcome: BudgetOutcome, gate: Gate) -> ReportRow:
         where=m.candidate.where,
         raw=raw,
         facts=series_facts(m),
-        design=compared_design(m),
+        design=compared_design(m, outcome.budget),
     )
 
 

@@ -23,15 +23,17 @@ from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import InvalidMeasurement, MarkerError
 from pytest_netperf.measure.design import (
     ALTERNATE,
+    AUTO,
     DESIGNS,
     SIMULTANEOUS,
     design_problem,
+    round_groups,
     run_side_by_side,
 )
 from pytest_netperf.measure.gate import Gate, Series
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.report.rows import DESIGN_FACT, describe_facts, row_for_outcome
-from pytest_netperf.results.model import RoundResult
+from pytest_netperf.results.model import NodeCosts, RoundResult, SystemCosts
 from pytest_netperf.runtime.docker import Endpoint
 from pytest_netperf.settings import Settings
 from pytest_netperf.verdict.status import Status
@@ -191,7 +193,7 @@ def test_run_side_by_side_starts_together_keeps_order_and_raises_after_all_finis
 
 
 def test_an_unknown_design_is_a_clear_error_in_settings_and_marker() -> None:
-    assert set(DESIGNS) == {ALTERNATE, SIMULTANEOUS}
+    assert set(DESIGNS) == {AUTO, ALTERNATE, SIMULTANEOUS}
     with pytest.raises(ValueError, match="design"):
         Settings.from_mapping({"design": "sideways"})
     assert Settings.from_mapping({"design": "simultaneous"}).gate_view().design == SIMULTANEOUS
@@ -199,3 +201,71 @@ def test_an_unknown_design_is_a_clear_error_in_settings_and_marker() -> None:
 
     with pytest.raises(MarkerError, match=r"design='sideways': expected one of"):
         _check(MarkerOptions(design="sideways"))
+
+
+def labels(groups: list[list[Series]]) -> list[list[str]]:
+    return [[side.label for side in group] for group in groups]
+
+
+def test_auto_loads_together_only_sides_on_containers_of_their_own() -> None:
+    head, base = side("candidate", HEAD, SharedProbe()), side("reference", BASE, SharedProbe())
+    assert labels(round_groups(AUTO, [head, base], reads_costs=True)[0]) == [["candidate", "reference"]]
+    probe = SharedProbe()  # two paths through one stack: its servers would carry both loads
+    paths = [side("candidate", HEAD, probe), side("reference", BASE, probe)]
+    assert labels(round_groups(AUTO, paths, reads_costs=False)[0]) == [["candidate"], ["reference"]]
+    plain = [side("candidate", HEAD, None), side("reference", BASE, None)]  # servers the gate cannot see
+    assert labels(round_groups(AUTO, plain, reads_costs=False)[0]) == [["candidate"], ["reference"]]
+    locust = [side("candidate", HEAD, SharedProbe(), "locust"), side("reference", BASE, SharedProbe(), "locust")]
+    assert labels(round_groups(AUTO, locust, reads_costs=False)[0]) == [["candidate"], ["reference"]]
+    # compare() under --netperf-base: head's candidate and its base twin together, the
+    # reference (a path through head's own stack) apart
+    twin = [*paths, side("base", HEAD.replace("0.0", "0.1"), SharedProbe())]
+    groups, note = round_groups(AUTO, twin, reads_costs=True)
+    assert labels(groups) == [["candidate", "base"], ["reference"]] and note == ""
+
+
+def test_explicit_designs() -> None:
+    head, base = side("candidate", HEAD, SharedProbe()), side("reference", BASE, SharedProbe())
+    assert labels(round_groups(ALTERNATE, [head, base], reads_costs=True)[0]) == [["candidate"], ["reference"]]
+    plain = [side("candidate", HEAD, None), side("reference", BASE, None)]
+    assert labels(round_groups(SIMULTANEOUS, plain, reads_costs=False)[0]) == [["candidate", "reference"]]
+    probe = SharedProbe()
+    paths = [side("candidate", HEAD, probe), side("reference", BASE, probe)]
+    groups, note = round_groups(SIMULTANEOUS, paths, reads_costs=True)
+    assert labels(groups) == [["candidate"], ["reference"]] and "same containers" in note
+    with pytest.raises(ValueError, match="unknown design 'sideways'"):
+        round_groups("sideways", paths, reads_costs=False)
+
+
+class StackProbe:
+    """One stack's containers: a fixed CPU time per round (what the cgroups would say)."""
+
+    nodes = ("edge",)
+
+    def begin(self) -> StackProbe:
+        return self
+
+    def cancel(self) -> None:
+        pass
+
+    def end(self, served: int) -> SystemCosts:
+        return SystemCosts({"edge": NodeCosts(cpu_ns=served * 20_000, mem_bytes=1, mem_peak_bytes=1)}, served, 0.1)
+
+
+def test_compare_under_a_base_revision_loads_head_and_base_together_and_the_reference_apart() -> None:
+    driver = ClockedDriver()
+    head_stack, base_stack = StackProbe(), StackProbe()
+    app = Endpoint("http://10.0.0.3/", None, "host", costs=head_stack)
+    edge = Endpoint(HEAD, None, "host", costs=head_stack, base=Endpoint(BASE, None, "host", costs=base_stack))
+    g = gate(driver, AUTO, ("rps >= 0.5x reference", "rps >= 0.9x base"))
+    m = g.compare(edge, reference=app)
+    assert [[s.label for s in group] for group in m.groups] == [["candidate", "base"], ["reference"]]
+    assert driver.overlapping_pairs() == 4  # head with base, once per round; never the reference
+    order = [url for url, _, _ in sorted(driver.runs, key=lambda run: run[1])]
+    assert order[0] == app.url and order[5:7] == [app.url, app.url]  # R (C+B), (C+B) R, R (C+B) …
+    rows = {o.budget.text: row_for_outcome(o, g) for o in g.finish()}
+    assert rows["rps >= 0.9x base"].design == SIMULTANEOUS
+    assert rows["rps >= 0.5x reference"].design == ALTERNATE
+    facts = rows["rps >= 0.9x base"].facts
+    assert facts["candidate"][DESIGN_FACT].startswith("simultaneous") and "with base" in facts["candidate"][DESIGN_FACT]
+    assert "alternating" in facts["candidate"][DESIGN_FACT] and "with reference" in facts["candidate"][DESIGN_FACT]
