@@ -9,6 +9,7 @@ pull request would and runs the example's throughput gate against `main`:
 - `no-keepalive`: the upstream keep-alive pool removed from nginx/edge.conf.
 
 Usage: python benchmarks/base_vs_head.py [--aa 10] [--regressions 3] [--duration 1] [--warmup 0.5]
+       [--design auto,alternate]
 Needs Docker, a Compose implementation and the local images (`netperf images build`).
 Prints one line per run (verdict of each budget, the measured ratio and interval, rounds,
 seconds) and a summary. Every run is a pytest session that removes its containers.
@@ -46,7 +47,7 @@ def make_repo(folder: Path) -> Path:
     return folder / "team_gateway" / "nginx" / "edge.conf"
 
 
-def run(repo: Path, args: argparse.Namespace) -> tuple[dict[str, dict], float]:
+def run(repo: Path, args: argparse.Namespace, design: str) -> tuple[dict[str, dict], float]:
     command = [
         sys.executable,
         "-m",
@@ -58,6 +59,7 @@ def run(repo: Path, args: argparse.Namespace) -> tuple[dict[str, dict], float]:
         "--netperf-base=main",
         f"--netperf-duration={args.duration}",
         f"--netperf-warmup={args.warmup}",
+        f"--netperf-design={design}",
         "--netperf-json=results.json",
         "-p",
         "no:cacheprovider",
@@ -81,9 +83,14 @@ def main() -> int:
     parser.add_argument("--regressions", type=int, default=3, help="runs with upstream keep-alive dropped")
     parser.add_argument("--duration", type=float, default=1.0, help="seconds per round")
     parser.add_argument("--warmup", type=float, default=0.5, help="warmup seconds before each target's first round")
+    parser.add_argument(
+        "--design", default="auto", help="comma-separated --netperf-design values, taking turns run by run"
+    )
     args = parser.parse_args()
-    verdicts: dict[str, Counter[str]] = {"aa": Counter(), "no-keepalive": Counter()}
-    seconds: dict[str, list[float]] = {"aa": [], "no-keepalive": []}
+    designs = [d.strip() for d in args.design.split(",")]
+    cells = [(variant, design) for variant in ("aa", "no-keepalive") for design in designs]
+    verdicts: dict[tuple[str, str], Counter[str]] = {cell: Counter() for cell in cells}
+    seconds: dict[tuple[str, str], list[float]] = {cell: [] for cell in cells}
     with tempfile.TemporaryDirectory(prefix="netperf-bench-base-") as folder:
         repo = Path(folder)
         config = make_repo(repo)
@@ -94,33 +101,37 @@ def main() -> int:
                 config.write_text(original + f"\n# pull request {index}: a comment only\n")
             else:
                 config.write_text(original.replace(KEEPALIVE, "# upstream keep-alive pool removed"))
-            rows, took = run(repo, args)
-            row = rows.get(BUDGET)
-            if row is None:
-                print(f"{variant:13} #{index + 1}: no row for {BUDGET!r}; rows: {sorted(rows)}")
-                verdicts[variant]["ERROR"] += 1
-                continue
-            verdicts[variant][row["verdict"]] += 1
-            seconds[variant].append(took)
-            others = ", ".join(f"{b}: {r['verdict']}" for b, r in rows.items() if b != BUDGET)
-            print(
-                f"{variant:13} #{index + 1}: {row['verdict']:12} {row['measured']:>8} {row['interval']:>18} "
-                f"{row['rounds']:>2} rounds {took:5.1f}s  ({others})",
-                flush=True,
-            )
+            for design in designs:
+                rows, took = run(repo, args, design)
+                row = rows.get(BUDGET)
+                if row is None:
+                    print(f"{variant:13} {design:12} #{index + 1}: no row for {BUDGET!r}; rows: {sorted(rows)}")
+                    verdicts[(variant, design)]["ERROR"] += 1
+                    continue
+                verdicts[(variant, design)][row["verdict"]] += 1
+                seconds[(variant, design)].append(took)
+                others = ", ".join(f"{b}: {r['verdict']}" for b, r in rows.items() if b != BUDGET)
+                print(
+                    f"{variant:13} {design:12} #{index + 1}: {row['verdict']:12} {row['measured']:>8} "
+                    f"{row['interval']:>18} {row['rounds']:>2} rounds ({row.get('design', '')}) {took:5.1f}s"
+                    f"  ({others})",
+                    flush=True,
+                )
     print()
     print(
         f"budget {BUDGET!r}, rounds of {args.duration:g}s + {args.warmup:g}s warmup per side, "
         "the example's other settings"
     )
-    for variant, counts in verdicts.items():
+    for (variant, design), counts in verdicts.items():
         runs = sum(counts.values())
         if not runs:
             continue
-        mean = sum(seconds[variant]) / len(seconds[variant]) if seconds[variant] else float("nan")
+        took = seconds[(variant, design)]
+        mean = sum(took) / len(took) if took else float("nan")
         shown = ", ".join(f"{k} {v}" for k, v in sorted(counts.items()))
         print(
-            f"{variant:13} {runs} runs: {shown}; {mean:.0f}s per run (pytest session, both stacks' stand-up included)"
+            f"{variant:13} {design:12} {runs} runs: {shown}; {mean:.0f}s per run "
+            "(pytest session, both stacks' stand-up included)"
         )
     return 0
 

@@ -10,8 +10,9 @@ CPU is read for --idle seconds, so the share of a round's CPU spent outside the 
 counters' window: driver start, drain, exit) can be put in numbers.
 
 Printed per design: the spread (standard deviation of the log of candidate/reference per
-pair) of CPU per request (total, user, system) and of P90, their lag-1 autocorrelation
-between pairs, the share of the total's variance that the system part carries, the
+pair) of CPU per request and of P90, their lag-1 autocorrelation between pairs and their
+mean; then the share of rounds whose CPU time the kernel split into user and system at all
+(where it samples on timer ticks, a round of a few ms often gets all of one), the
 first-side effect (alternate: the side measured first in a pair against the second), and
 the window's share of a round's CPU.
 
@@ -35,7 +36,7 @@ from gate_power import set_cpus, topology
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.images.resolve import resolve_image
-from pytest_netperf.measure.design import DESIGNS, SIMULTANEOUS, run_side_by_side
+from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS, run_side_by_side
 from pytest_netperf.runtime.cgroups import locate
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.docker import DockerRuntime
@@ -121,6 +122,10 @@ def log_ratios(pairs: list[tuple[Round, Round]], part: str) -> list[float]:
     ]
 
 
+def _stdev(values: list[float]) -> float:
+    return statistics.stdev(values) if len(values) >= 2 else float("nan")
+
+
 def lag1(values: list[float]) -> float:
     if len(values) < 3:
         return float("nan")
@@ -145,7 +150,7 @@ def main() -> None:
     runtime = DockerRuntime(session, {"echo": resolve_image("echo")}, core_split=None)
     shape = LoadShape(rate=args.rate, connections=args.connections, duration_s=args.duration, warmup_s=args.warmup)
     shape = replace(shape, extra={"max_lag": "5ms"})
-    pairs: dict[str, list[tuple[Round, Round]]] = {d: [] for d in DESIGNS}
+    pairs: dict[str, list[tuple[Round, Round]]] = {d: [] for d in (ALTERNATE, SIMULTANEOUS)}
     first_vs_second: list[float] = []
     try:
         ref_stack, cand_stack = runtime.up(topology("ref")), runtime.up(topology("cand"))
@@ -157,7 +162,7 @@ def main() -> None:
         for side in (ref, cand):  # first connections and caches: not a pair
             measure(side, shape, drivers[0])
         for index in range(args.pairs):
-            for design in DESIGNS:
+            for design in pairs:
                 if design == SIMULTANEOUS:
                     c, r = run_side_by_side(
                         [lambda: measure(cand, shape, drivers[0]), lambda: measure(ref, shape, drivers[1])]
@@ -186,26 +191,25 @@ def report(
 ) -> None:
     print()
     print(f"{args.pairs} pairs per design at {args.rate:g} rps, {args.duration:g} s rounds, {args.cores:g} cores each")
-    print(
-        "| design | spread of log(cand/ref): CPU/request total | user | system | P90 | lag-1 total / P90 "
-        "| system share of total variance | mean cand/ref: total / P90 |"
-    )
-    print("|---|---|---|---|---|---|---|---|")
+    print("| design | spread of log(cand/ref): CPU per request | P90 | lag-1 CPU / P90 | mean cand/ref: CPU / P90 |")
+    print("|---|---|---|---|---|")
     for design, items in pairs.items():
-        sd = {part: statistics.stdev(log_ratios(items, part)) for part in ("total", "user", "system", "p90")}
-        system_share = sd["system"] ** 2 / (sd["user"] ** 2 + sd["system"] ** 2)
+        cpu, p90 = log_ratios(items, "total"), log_ratios(items, "p90")
         print(
-            f"| {design} | {sd['total']:.1%} | {sd['user']:.1%} | {sd['system']:.1%} | {sd['p90']:.1%} "
-            f"| {lag1(log_ratios(items, 'total')):+.2f} / {lag1(log_ratios(items, 'p90')):+.2f} | {system_share:.0%} "
-            f"| {math.exp(statistics.fmean(log_ratios(items, 'total'))):.3f} "
-            f"/ {math.exp(statistics.fmean(log_ratios(items, 'p90'))):.3f} |"
+            f"| {design} | {_stdev(cpu):.1%} | {_stdev(p90):.1%} | {lag1(cpu):+.2f} / {lag1(p90):+.2f} "
+            f"| {math.exp(statistics.fmean(cpu)):.3f} / {math.exp(statistics.fmean(p90)):.3f} |"
         )
     rounds = [x for items in pairs.values() for pair in items for x in pair]
     cpu_per_round = statistics.median(r.total * args.rate * r.load_s for r in rounds)
     gap = statistics.median(r.gap_s for r in rounds)
     user_share = statistics.median(r.user / r.total for r in rounds)
+    zero = sum(1 for r in rounds if r.user == 0 or r.system == 0) / len(rounds)
     print()
-    print(f"user share of CPU per request: {user_share:.0%} (median round)")
+    print(
+        f"user share of CPU per request: {user_share:.0%} (median round); rounds with no user or no system "
+        f"time at all: {zero:.0%} (where the kernel splits CPU time on timer ticks, the split of a round's few "
+        "ms is a sample, not a measurement)"
+    )
     print(
         f"counters' window: open {gap * 1e3:.1f} ms beyond the driver's run (median); idle CPU {idle / 1e6:.2f} ms/s; "
         f"outside-load CPU ~{idle * gap / cpu_per_round:.3%} of a round's {cpu_per_round / 1e6:.1f} ms"
