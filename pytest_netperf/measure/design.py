@@ -30,7 +30,8 @@ ALTERNATE = "alternate"
 SIMULTANEOUS = "simultaneous"
 #: Simultaneous where every side is a system of its own (each side's containers apart from
 #: the others': a base twin beside head, two topologies), alternate otherwise (paths through
-#: one stack, plain URLs whose servers the gate cannot see, the Locust driver).
+#: one stack, a reference on the candidate's own stack beside a base twin, plain URLs whose
+#: servers the gate cannot see, the Locust driver).
 AUTO = "auto"
 #: Every design name, the default first.
 DESIGNS: tuple[str, ...] = (defaults.DESIGN,) + tuple(
@@ -88,31 +89,21 @@ S = TypeVar("S", bound=SideLike)
 
 def round_groups(setting: str, sides: Sequence[S], reads_costs: bool) -> tuple[list[list[S]], str]:
     """The sides loaded together in each round under the design ``setting`` (a :data:`DESIGNS`
-    name): one group per side when they alternate, one group of all when they are simultaneous,
-    and in between under ``auto`` (a candidate and its base twin together, the reference on the
-    candidate's own stack apart). Also why a side was not measured with the others although
+    name): one group of all of them when they are simultaneous, one group per side when they
+    alternate; never some together and others apart, which would measure the sides of one
+    comparison under different conditions (a candidate loaded beside its base twin gets half
+    the runner, a reference alone all of it). Also why they alternate although
     ``simultaneous`` was asked for ("" otherwise)."""
     if setting not in DESIGNS:
         raise ValueError(f"unknown design {setting!r}; expected one of {', '.join(DESIGNS)}")
+    apart = [[side] for side in sides]
     if setting == ALTERNATE or len(sides) < 2:
-        return [[side] for side in sides], ""
-    groups: list[list[S]] = []
-    problems: list[str] = []
-    for side in sides:
-        for group in groups:
-            joined = [*group, side]
-            problem = design_problem(joined, reads_costs)
-            if problem is None and (setting == SIMULTANEOUS or own_systems(joined)):
-                group.append(side)
-                break
-            if problem and problem not in problems:
-                problems.append(problem)
-        else:
-            groups.append([side])
-    note = ""
-    if setting == SIMULTANEOUS and len(groups) > 1:
-        note = f"measured in alternating rounds, not simultaneously: {'; '.join(problems)}"
-    return groups, note
+        return apart, ""
+    problem = design_problem(sides, reads_costs)
+    if problem is None and (setting == SIMULTANEOUS or own_systems(sides)):
+        return [list(sides)], ""
+    note = f"measured in alternating rounds, not simultaneously: {problem}" if setting == SIMULTANEOUS else ""
+    return apart, note
 
 
 def design_between(groups: Sequence[Sequence[SideLike]], first: str, second: str) -> str:

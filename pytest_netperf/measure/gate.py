@@ -177,6 +177,10 @@ def _weights(metric: str, rounds: Sequence[RoundResult]) -> Optional[list[float]
     return None if weight is None else [weight(r) for r in rounds]
 
 
+class _SaturatedTogether(Exception):
+    """A round of series loaded together saturated a driver on every attempt (the text says which)."""
+
+
 def _driver_of(series: Series, where: str) -> Driver:
     """The driver of ``series``; NetperfError for a series rebuilt from a record (it measures nothing)."""
     if series.driver_instance is None:
@@ -433,6 +437,8 @@ class Gate:
             for series, _, _ in saturated:
                 held_every_time[id(series)] = held_every_time[id(series)] and held[id(series)] is not None
             if attempt == self.settings.saturated_retries:
+                if len(group) > 1:  # loaded together they starve each other's drivers: one at a time
+                    raise _SaturatedTogether("; ".join(f"{s.label}: {p}" for s, _, p in saturated))
                 for series, _, problem in saturated:
                     if not held_every_time[id(series)]:
                         tries = f" in {attempt + 1} attempts" if attempt else ""
@@ -502,14 +508,26 @@ class Gate:
         """The sequential procedure (:func:`run_sequential`) over interleaved rounds."""
         plan = round_plan(self.settings, rounds)
 
-        groups = m.groups or [[s] for s in m.series()]
+        if not m.groups:
+            m.groups = [[s] for s in m.series()]
 
         def measure_more(k: int) -> None:
             done = len(m.candidate.rounds)
             for i in range(done, done + k):
-                order = groups if i % 2 else list(reversed(groups))
+                order = m.groups if i % 2 else list(reversed(m.groups))
                 for group in order:  # R C, C R, R C … (ABBA); a group's series at once
-                    self._run_group(m, group, i, done + k, plan.max_rounds)
+                    try:
+                        self._run_group(m, group, i, done + k, plan.max_rounds)
+                    except _SaturatedTogether as exc:
+                        # e.g. a head that burns CPU starves its base twin's driver as well: from
+                        # here on each side alone, as the alternating design measures it
+                        m.groups = [[s] for s in m.series()]
+                        m.design_note = (
+                            f"measured in alternating rounds from round {i + 1}: loaded at once, the load "
+                            f"drivers were saturated in {self.settings.saturated_retries + 1} attempts ({exc})"
+                        )
+                        for series in group:
+                            self._run_group(m, [series], i, done + k, plan.max_rounds)
 
         def more(undecided: list[str], total: int) -> None:
             self._progress(

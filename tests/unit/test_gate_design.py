@@ -140,8 +140,8 @@ def test_a_saturated_side_runs_the_whole_round_again_together() -> None:
     assert any("(round 2) measured again: the load driver was saturated" in n for n in outcome.notes)
 
 
-def test_a_side_saturated_on_every_attempt_is_invalid() -> None:
-    driver = ClockedDriver(saturated=frozenset({3, 5, 7}))
+def test_a_side_saturated_on_every_attempt_together_and_alone_is_invalid() -> None:
+    driver = ClockedDriver(saturated=frozenset({3, 5, 7, 9, 10, 11}))  # round 2: 3 attempts together, 3 alone
     with pytest.raises(InvalidMeasurement, match=r"round 2\): the load driver was saturated.* in 3 attempts"):
         gate(driver, SIMULTANEOUS).compare(HEAD, BASE)
 
@@ -217,11 +217,13 @@ def test_auto_loads_together_only_sides_on_containers_of_their_own() -> None:
     assert labels(round_groups(AUTO, plain, reads_costs=False)[0]) == [["candidate"], ["reference"]]
     locust = [side("candidate", HEAD, SharedProbe(), "locust"), side("reference", BASE, SharedProbe(), "locust")]
     assert labels(round_groups(AUTO, locust, reads_costs=False)[0]) == [["candidate"], ["reference"]]
-    # compare() under --netperf-base: head's candidate and its base twin together, the
-    # reference (a path through head's own stack) apart
+    # compare() under --netperf-base with the reference on head's own stack: all alternate (a
+    # candidate loaded beside its twin and a reference alone would meet different conditions)
     twin = [*paths, side("base", HEAD.replace("0.0", "0.1"), SharedProbe())]
     groups, note = round_groups(AUTO, twin, reads_costs=True)
-    assert labels(groups) == [["candidate", "base"], ["reference"]] and note == ""
+    assert labels(groups) == [["candidate"], ["reference"], ["base"]] and note == ""
+    apart = [head, base, side("base", HEAD.replace("0.0", "0.1"), SharedProbe())]
+    assert labels(round_groups(AUTO, apart, reads_costs=True)[0]) == [["candidate", "reference", "base"]]
 
 
 def test_explicit_designs() -> None:
@@ -252,20 +254,62 @@ class StackProbe:
         return SystemCosts({"edge": NodeCosts(cpu_ns=served * 20_000, mem_bytes=1, mem_peak_bytes=1)}, served, 0.1)
 
 
-def test_compare_under_a_base_revision_loads_head_and_base_together_and_the_reference_apart() -> None:
+def test_measure_under_a_base_revision_loads_head_and_base_together_but_compare_on_one_stack_alternates() -> None:
     driver = ClockedDriver()
     head_stack, base_stack = StackProbe(), StackProbe()
     app = Endpoint("http://10.0.0.3/", None, "host", costs=head_stack)
     edge = Endpoint(HEAD, None, "host", costs=head_stack, base=Endpoint(BASE, None, "host", costs=base_stack))
+    g = gate(driver, AUTO, ("rps >= 0.9x base",))
+    m = g.measure(edge)
+    assert m.design == SIMULTANEOUS and driver.overlapping_pairs() == 4
+    (outcome,) = g.finish()
+    row = row_for_outcome(outcome, g)
+    assert row.design == SIMULTANEOUS and row.facts["candidate"][DESIGN_FACT].startswith("simultaneous")
+    assert "with base" in row.facts["candidate"][DESIGN_FACT]
+
+    driver = ClockedDriver()
     g = gate(driver, AUTO, ("rps >= 0.5x reference", "rps >= 0.9x base"))
     m = g.compare(edge, reference=app)
-    assert [[s.label for s in group] for group in m.groups] == [["candidate", "base"], ["reference"]]
-    assert driver.overlapping_pairs() == 4  # head with base, once per round; never the reference
-    order = [url for url, _, _ in sorted(driver.runs, key=lambda run: run[1])]
-    assert order[0] == app.url and order[5:7] == [app.url, app.url]  # R (C+B), (C+B) R, R (C+B) …
+    assert m.design == ALTERNATE and driver.overlapping_pairs() == 0
     rows = {o.budget.text: row_for_outcome(o, g) for o in g.finish()}
-    assert rows["rps >= 0.9x base"].design == SIMULTANEOUS
-    assert rows["rps >= 0.5x reference"].design == ALTERNATE
-    facts = rows["rps >= 0.9x base"].facts
-    assert facts["candidate"][DESIGN_FACT].startswith("simultaneous") and "with base" in facts["candidate"][DESIGN_FACT]
-    assert "alternating" in facts["candidate"][DESIGN_FACT] and "with reference" in facts["candidate"][DESIGN_FACT]
+    assert {row.design for row in rows.values()} == {ALTERNATE}
+    assert rows["rps >= 0.9x base"].facts["candidate"][DESIGN_FACT].startswith("alternating")
+
+
+class ContendedDriver(ClockedDriver):
+    """Saturated whenever another run overlaps its own (two loads too many for the runner)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.active = 0
+
+    def run(self, url: str, shape: LoadShape) -> RoundResult:
+        with self._lock:
+            self.active += 1
+        try:
+            time.sleep(RUN_S / 2)
+            with self._lock:
+                crowded = self.active > 1
+            result = super().run(url, shape)
+        finally:
+            with self._lock:
+                self.active -= 1
+        if crowded:
+            health = replace(result.client, saturated=True, saturation_reasons=["schedule lag p99 9000 us"])
+            result = replace(result, client=health)
+        return result
+
+
+def test_sides_that_saturate_the_drivers_together_go_on_one_at_a_time() -> None:
+    driver = ContendedDriver()
+    g = gate(driver, SIMULTANEOUS)
+    m = g.compare(HEAD, BASE)
+    assert len(m.candidate.rounds) == len(m.reference.rounds) == 4
+    assert not any(r.client.saturated for s in m.series() for r in s.rounds)
+    assert m.design == ALTERNATE and [[s.label for s in group] for group in m.groups] == [["candidate"], ["reference"]]
+    (outcome,) = g.finish()
+    assert outcome.status is Status.PASS
+    assert any(
+        "measured in alternating rounds from round 1" in note and "saturated in 3 attempts" in note
+        for note in outcome.notes
+    ), outcome.notes
