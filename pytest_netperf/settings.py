@@ -52,9 +52,9 @@ SETTING_HELP: dict[str, str] = {
     "inconclusive": "what a final INCONCLUSIVE does: change (fail when the point estimate is outside the "
     "budget and the rounds show a harmful change from no change at the verdict's level, else warn); estimate "
     f"(fail when the point estimate is outside the budget); fail; warn; or pass (default {defaults.INCONCLUSIVE})",
-    "design": "how the sides of a comparison share the runner's time: auto (simultaneous where every side runs "
-    "on containers of its own, such as a base twin beside head; alternate otherwise), alternate (one side at a "
-    "time, ABBA rounds) or simultaneous (every side loaded at once by its own driver process; sides on the same "
+    "design": "how the sides of a comparison share the runner's time: auto (simultaneous for a target and its "
+    "base twin, each on containers of its own; alternate otherwise), alternate (one side at a time, ABBA "
+    "rounds) or simultaneous (every side loaded at once by its own driver process; sides on the same "
     f"containers with a cost budget, and the Locust driver, alternate) (default {defaults.DESIGN})",
     "fingerprint_mismatch": "when this test's stored baseline is of another machine class only: new (not used, "
     "the budgets are NEW), warn (judge against it with a warning) or fail; default "

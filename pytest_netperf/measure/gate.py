@@ -479,7 +479,10 @@ class Gate:
 
     def _choose_design(self, m: Measurement) -> None:
         """Which series are loaded together in each round: the settings' design, as far as the series allow."""
-        m.groups, m.design_note = round_groups(self.settings.design, m.series(), bool(self._system_budgets))
+        revisions_only = m.reference is None and m.base is not None  # a target and its base twin
+        m.groups, m.design_note = round_groups(
+            self.settings.design, m.series(), bool(self._system_budgets), revisions_only
+        )
 
     def _check_costs(self, m: Measurement) -> None:
         """Before any load: every budget on the system under test can be read from the series it judges."""

@@ -207,23 +207,23 @@ def labels(groups: list[list[Series]]) -> list[list[str]]:
     return [[side.label for side in group] for group in groups]
 
 
-def test_auto_loads_together_only_sides_on_containers_of_their_own() -> None:
-    head, base = side("candidate", HEAD, SharedProbe()), side("reference", BASE, SharedProbe())
-    assert labels(round_groups(AUTO, [head, base], reads_costs=True)[0]) == [["candidate", "reference"]]
-    probe = SharedProbe()  # two paths through one stack: its servers would carry both loads
-    paths = [side("candidate", HEAD, probe), side("reference", BASE, probe)]
-    assert labels(round_groups(AUTO, paths, reads_costs=False)[0]) == [["candidate"], ["reference"]]
-    plain = [side("candidate", HEAD, None), side("reference", BASE, None)]  # servers the gate cannot see
-    assert labels(round_groups(AUTO, plain, reads_costs=False)[0]) == [["candidate"], ["reference"]]
-    locust = [side("candidate", HEAD, SharedProbe(), "locust"), side("reference", BASE, SharedProbe(), "locust")]
-    assert labels(round_groups(AUTO, locust, reads_costs=False)[0]) == [["candidate"], ["reference"]]
-    # compare() under --netperf-base with the reference on head's own stack: all alternate (a
-    # candidate loaded beside its twin and a reference alone would meet different conditions)
-    twin = [*paths, side("base", HEAD.replace("0.0", "0.1"), SharedProbe())]
-    groups, note = round_groups(AUTO, twin, reads_costs=True)
-    assert labels(groups) == [["candidate"], ["reference"], ["base"]] and note == ""
-    apart = [head, base, side("base", HEAD.replace("0.0", "0.1"), SharedProbe())]
-    assert labels(round_groups(AUTO, apart, reads_costs=True)[0]) == [["candidate", "reference", "base"]]
+def test_auto_loads_together_only_a_target_and_its_base_twin_on_containers_of_their_own() -> None:
+    head, base = side("candidate", HEAD, SharedProbe()), side("base", BASE, SharedProbe())
+    assert labels(round_groups(AUTO, [head, base], True, revisions_only=True)[0]) == [["candidate", "base"]]
+    # two systems compared with each other (host path vs container path, two topologies)
+    other = side("reference", BASE, SharedProbe())
+    assert labels(round_groups(AUTO, [head, other], True, revisions_only=False)[0]) == [["candidate"], ["reference"]]
+    probe = SharedProbe()  # one target at two revisions, but on the same containers: never together
+    same = [side("candidate", HEAD, probe), side("base", BASE, probe)]
+    assert labels(round_groups(AUTO, same, False, revisions_only=True)[0]) == [["candidate"], ["base"]]
+    plain = [side("candidate", HEAD, None), side("base", BASE, None)]  # servers the gate cannot see
+    assert labels(round_groups(AUTO, plain, False, revisions_only=True)[0]) == [["candidate"], ["base"]]
+    locust = [side("candidate", HEAD, SharedProbe(), "locust"), side("base", BASE, SharedProbe(), "locust")]
+    assert labels(round_groups(AUTO, locust, False, revisions_only=True)[0]) == [["candidate"], ["base"]]
+    # never some together and some apart: compare() under --netperf-base alternates all three
+    twin = [*same, side("base", HEAD.replace("0.0", "0.1"), SharedProbe())]
+    groups, note = round_groups(AUTO, twin, True, revisions_only=False)
+    assert labels(groups) == [["candidate"], ["base"], ["base"]] and note == ""
 
 
 def test_explicit_designs() -> None:
