@@ -53,8 +53,8 @@ SETTING_HELP: dict[str, str] = {
     "budget and the rounds show a harmful change from no change at the verdict's level, else warn); estimate "
     f"(fail when the point estimate is outside the budget); fail; warn; or pass (default {defaults.INCONCLUSIVE})",
     "design": "how the sides of a comparison share the runner's time: auto (simultaneous for a target and its "
-    "base twin, each on containers of its own; alternate otherwise), alternate (one side at a time, ABBA "
-    "rounds) or simultaneous (every side loaded at once by its own driver process; sides on the same "
+    "base twin at a fixed rate, each on containers of its own; alternate otherwise), alternate (one side at a "
+    "time, ABBA rounds) or simultaneous (every side loaded at once by its own driver process; sides on the same "
     f"containers with a cost budget, and the Locust driver, alternate) (default {defaults.DESIGN})",
     "fingerprint_mismatch": "when this test's stored baseline is of another machine class only: new (not used, "
     "the budgets are NEW), warn (judge against it with a warning) or fail; default "

@@ -11,8 +11,8 @@ distinct systems when the system under test's costs are judged (two sides on one
 containers would each be charged for both loads) and drivers that can run side by side;
 otherwise the gate measures in alternating rounds and says why.
 
-``auto`` measures simultaneously one target at two revisions (head and its base twin under
-``--netperf-base``, each on containers of its own) and alternates otherwise: different
+``auto`` measures simultaneously one target at two revisions at a fixed rate (head and its
+base twin under ``--netperf-base``, each on containers of its own) and alternates otherwise: different
 systems compared with each other (two paths through one stack, a host path against a
 container path) would each carry or feel the other's load, which changes what each measures.
 Rates of false FAILs and detections of both designs on the same work:
@@ -30,10 +30,13 @@ from pytest_netperf import defaults
 ALTERNATE = "alternate"
 SIMULTANEOUS = "simultaneous"
 #: Simultaneous for one system at two revisions (a target and its base twin, each on
-#: containers of its own), alternate otherwise: different systems compared with each other
-#: (two paths through one stack, the host path against a container path, a reference beside
-#: a base twin) would each measure the other's load too, and plain URLs and the Locust
-#: driver cannot be measured side by side.
+#: containers of its own) at a fixed rate, alternate otherwise: different systems compared
+#: with each other (two paths through one stack, the host path against a container path, a
+#: reference beside a base twin) would each measure the other's load too; in a closed loop
+#: each side's throughput would depend on how the scheduler splits the shared cores between
+#: them (a CPU-hungry head starves its twin: Envoy with one request per upstream connection
+#: gave 0.24x [0.09x, 0.61x] loaded together, 0.13x FAIL alternating); plain URLs and the
+#: Locust driver cannot be measured side by side.
 AUTO = "auto"
 #: Every design name, the default first.
 DESIGNS: tuple[str, ...] = (defaults.DESIGN,) + tuple(
@@ -90,22 +93,22 @@ S = TypeVar("S", bound=SideLike)
 
 
 def round_groups(
-    setting: str, sides: Sequence[S], reads_costs: bool, revisions_only: bool = False
+    setting: str, sides: Sequence[S], reads_costs: bool, auto_together: bool = False
 ) -> tuple[list[list[S]], str]:
     """The sides loaded together in each round under the design ``setting`` (a :data:`DESIGNS`
     name): one group of all of them when they are simultaneous, one group per side when they
     alternate; never some together and others apart, which would measure the sides of one
     comparison under different conditions (a candidate loaded beside its base twin gets half
     the runner, a reference alone all of it). Also why they alternate although
-    ``simultaneous`` was asked for ("" otherwise). ``revisions_only``: the sides are one
-    target at two revisions (a target and its base twin), the only sides ``auto`` loads together."""
+    ``simultaneous`` was asked for ("" otherwise). ``auto_together``: the sides are what
+    ``auto`` loads together (see :data:`AUTO`): one target at two revisions at a fixed rate."""
     if setting not in DESIGNS:
         raise ValueError(f"unknown design {setting!r}; expected one of {', '.join(DESIGNS)}")
     apart = [[side] for side in sides]
     if setting == ALTERNATE or len(sides) < 2:
         return apart, ""
     problem = design_problem(sides, reads_costs)
-    if problem is None and (setting == SIMULTANEOUS or (revisions_only and own_systems(sides))):
+    if problem is None and (setting == SIMULTANEOUS or (auto_together and own_systems(sides))):
         return [list(sides)], ""
     note = f"measured in alternating rounds, not simultaneously: {problem}" if setting == SIMULTANEOUS else ""
     return apart, note

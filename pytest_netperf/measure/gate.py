@@ -479,9 +479,10 @@ class Gate:
 
     def _choose_design(self, m: Measurement) -> None:
         """Which series are loaded together in each round: the settings' design, as far as the series allow."""
-        revisions_only = m.reference is None and m.base is not None  # a target and its base twin
+        # auto: a target and its base twin at a fixed rate (measure/design.py AUTO)
+        auto_together = m.reference is None and m.base is not None and m.candidate.shape.rate is not None
         m.groups, m.design_note = round_groups(
-            self.settings.design, m.series(), bool(self._system_budgets), revisions_only
+            self.settings.design, m.series(), bool(self._system_budgets), auto_together
         )
 
     def _check_costs(self, m: Measurement) -> None:

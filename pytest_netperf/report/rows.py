@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
-from pytest_netperf.measure.design import ALTERNATE, DESCRIPTIONS, SIMULTANEOUS
+from pytest_netperf.measure.design import DESCRIPTIONS
 from pytest_netperf.report.load_workers import LOAD_WORKERS_FACT, workers_fact
 from pytest_netperf.report.system_costs import SYSTEM_FACT, costs_fact, costs_json
 from pytest_netperf.report.transport import TRANSPORT_FACT, transport_fact, transport_json
@@ -105,24 +105,17 @@ def compared_design(m: Measurement, budget: Budget) -> str:
     return m.design_between(m.candidate.label, other.label) if other is not None else ""
 
 
-def round_fact(m: Measurement, label: str) -> str:
-    """How the series ``label`` shared the runner's time with the others of ``m`` ("" alone)."""
-    if len(m.series()) < 2:
-        return ""
-    others = [s.label for s in m.series() if s.label != label]
-    together = [o for o in others if m.design_between(label, o) == SIMULTANEOUS]
-    apart = [o for o in others if o not in together]
-    parts = [f"{DESCRIPTIONS[SIMULTANEOUS]} with {' and '.join(together)}"] if together else []
-    parts += [f"{DESCRIPTIONS[ALTERNATE]} with {' and '.join(apart)}"] if apart else []
-    return "; ".join(parts)
+def round_fact(m: Measurement) -> str:
+    """How the series of ``m`` shared the runner's time, the same for each ("" for one series)."""
+    return DESCRIPTIONS[m.design] if len(m.series()) > 1 else ""
 
 
 def series_facts(m: Measurement) -> dict[str, dict[str, str]]:
     """The facts of every series of ``m`` by label (candidate first): the exact request each
     side was measured with, and what the system under test spent per node; empty when none has any."""
     facts = {s.label: dict(s.facts) for s in m.series()}
+    rounds = round_fact(m)
     for s in m.series():
-        rounds = round_fact(m, s.label)
         if rounds:
             facts[s.label][DESIGN_FACT] = rounds
         if s.url:

@@ -33,6 +33,8 @@ DRIVER_CORE = usable_cores()[0]
 ECHO_CORE = usable_cores()[-1]
 HEAD = {"images": "edge=pytest-netperf/echo:local (for echo:head)", "resources": "edge cpus 1"}
 BASE = {"images": "edge=pytest-netperf/echo:local (for echo:base)", "resources": "edge cpus 1"}
+#: A comparison of two paths alternates under the default design, and each row says so.
+ROUNDS = {"rounds": "alternating (one side at a time, ABBA order)"}
 
 GATE = f"""
 import os
@@ -86,7 +88,10 @@ def test_reports_carry_the_target_facts_and_the_driver_cores(pytester: pytest.Py
     request = {"request": doc["rows"][0]["facts"]["candidate"]["request"]}
     assert request["request"].startswith(f"GET {echo.url}; 100 rps open "), request  # the exact request (#27)
     for row in doc["rows"]:
-        assert row["facts"] == {"candidate": {**HEAD, **cores, **request}, "reference": {**BASE, **cores, **request}}
+        assert row["facts"] == {
+            "candidate": {**HEAD, **cores, **ROUNDS, **request},
+            "reference": {**BASE, **cores, **ROUNDS, **request},
+        }
     (measurement,) = doc["results"]["test_gate.py::test_stacks"]
     assert measurement["series"]["candidate"]["facts"] == {**HEAD, **cores}
     assert measurement["series"]["reference"]["facts"] == {**BASE, **cores}
@@ -94,7 +99,7 @@ def test_reports_carry_the_target_facts_and_the_driver_cores(pytester: pytest.Py
     md = (pytester.path / "out.md").read_text().splitlines()
     candidate_line = (
         "  - candidate: images: edge=pytest-netperf/echo:local (for echo:head); resources: edge cpus 1; "
-        f"driver cores: {DRIVER_CORE}; request: {request['request']}"
+        f"driver cores: {DRIVER_CORE}; rounds: {ROUNDS['rounds']}; request: {request['request']}"
     )
     reference_line = candidate_line.replace("candidate", "reference").replace("echo:head", "echo:base")
     assert md.count(candidate_line) == 2 and md.count(reference_line) == 2  # with each row's details
@@ -121,7 +126,10 @@ def test_default_run_keeps_the_terminal_table_and_pins_as_auto_says(
     cores = {"driver cores": auto} if auto else {}
     row = json.loads((pytester.path / "out.json").read_text())["rows"][0]
     request = {"request": row["facts"]["candidate"]["request"]}
-    assert row["facts"] == {"candidate": {**HEAD, **cores, **request}, "reference": {**BASE, **cores, **request}}
+    assert row["facts"] == {
+        "candidate": {**HEAD, **cores, **ROUNDS, **request},
+        "reference": {**BASE, **cores, **ROUNDS, **request},
+    }
 
 
 @pytest.mark.parametrize(

@@ -209,20 +209,20 @@ def labels(groups: list[list[Series]]) -> list[list[str]]:
 
 def test_auto_loads_together_only_a_target_and_its_base_twin_on_containers_of_their_own() -> None:
     head, base = side("candidate", HEAD, SharedProbe()), side("base", BASE, SharedProbe())
-    assert labels(round_groups(AUTO, [head, base], True, revisions_only=True)[0]) == [["candidate", "base"]]
+    assert labels(round_groups(AUTO, [head, base], True, auto_together=True)[0]) == [["candidate", "base"]]
     # two systems compared with each other (host path vs container path, two topologies)
     other = side("reference", BASE, SharedProbe())
-    assert labels(round_groups(AUTO, [head, other], True, revisions_only=False)[0]) == [["candidate"], ["reference"]]
+    assert labels(round_groups(AUTO, [head, other], True, auto_together=False)[0]) == [["candidate"], ["reference"]]
     probe = SharedProbe()  # one target at two revisions, but on the same containers: never together
     same = [side("candidate", HEAD, probe), side("base", BASE, probe)]
-    assert labels(round_groups(AUTO, same, False, revisions_only=True)[0]) == [["candidate"], ["base"]]
+    assert labels(round_groups(AUTO, same, False, auto_together=True)[0]) == [["candidate"], ["base"]]
     plain = [side("candidate", HEAD, None), side("base", BASE, None)]  # servers the gate cannot see
-    assert labels(round_groups(AUTO, plain, False, revisions_only=True)[0]) == [["candidate"], ["base"]]
+    assert labels(round_groups(AUTO, plain, False, auto_together=True)[0]) == [["candidate"], ["base"]]
     locust = [side("candidate", HEAD, SharedProbe(), "locust"), side("base", BASE, SharedProbe(), "locust")]
-    assert labels(round_groups(AUTO, locust, False, revisions_only=True)[0]) == [["candidate"], ["base"]]
+    assert labels(round_groups(AUTO, locust, False, auto_together=True)[0]) == [["candidate"], ["base"]]
     # never some together and some apart: compare() under --netperf-base alternates all three
     twin = [*same, side("base", HEAD.replace("0.0", "0.1"), SharedProbe())]
-    groups, note = round_groups(AUTO, twin, True, revisions_only=False)
+    groups, note = round_groups(AUTO, twin, True, auto_together=False)
     assert labels(groups) == [["candidate"], ["base"], ["base"]] and note == ""
 
 
@@ -254,18 +254,21 @@ class StackProbe:
         return SystemCosts({"edge": NodeCosts(cpu_ns=served * 20_000, mem_bytes=1, mem_peak_bytes=1)}, served, 0.1)
 
 
-def test_measure_under_a_base_revision_loads_head_and_base_together_but_compare_on_one_stack_alternates() -> None:
+def test_measure_at_a_fixed_rate_loads_head_and_base_together_closed_loop_and_compare_alternate() -> None:
     driver = ClockedDriver()
     head_stack, base_stack = StackProbe(), StackProbe()
     app = Endpoint("http://10.0.0.3/", None, "host", costs=head_stack)
     edge = Endpoint(HEAD, None, "host", costs=head_stack, base=Endpoint(BASE, None, "host", costs=base_stack))
     g = gate(driver, AUTO, ("rps >= 0.9x base",))
-    m = g.measure(edge)
+    m = g.measure(edge, rate=1000)
     assert m.design == SIMULTANEOUS and driver.overlapping_pairs() == 4
     (outcome,) = g.finish()
     row = row_for_outcome(outcome, g)
     assert row.design == SIMULTANEOUS and row.facts["candidate"][DESIGN_FACT].startswith("simultaneous")
-    assert "with base" in row.facts["candidate"][DESIGN_FACT]
+    assert row.facts["base"][DESIGN_FACT] == row.facts["candidate"][DESIGN_FACT]
+
+    driver = ClockedDriver()  # closed loop: the throughput of each would depend on the scheduler's split
+    assert gate(driver, AUTO, ("rps >= 0.9x base",)).measure(edge).design == ALTERNATE
 
     driver = ClockedDriver()
     g = gate(driver, AUTO, ("rps >= 0.5x reference", "rps >= 0.9x base"))

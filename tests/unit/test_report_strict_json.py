@@ -98,7 +98,7 @@ def test_a_real_verdict_with_an_undefined_mde_is_written_as_null(tmp_path: Path)
         where="host",
         facts={"driver cores": "0"},
     )
-    measurement = SimpleNamespace(candidate=candidate, series=lambda: [candidate])
+    measurement = SimpleNamespace(candidate=candidate, reference=None, base=None, series=lambda: [candidate])
     gate = SimpleNamespace(test_id=TEST, measurement=lambda key: measurement)
     report = SessionReport(json_path=tmp_path / "out.json")
     report.add([row_for_outcome(outcome, gate).to_dict()], {TEST: []})  # type: ignore[arg-type]
