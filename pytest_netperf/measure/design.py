@@ -114,12 +114,6 @@ def round_groups(
     return apart, note
 
 
-def design_between(groups: Sequence[Sequence[SideLike]], first: str, second: str) -> str:
-    """The design two sides (by label) were compared in: simultaneous when loaded together."""
-    together = any({first, second} <= {side.label for side in group} for group in groups)
-    return SIMULTANEOUS if together else ALTERNATE
-
-
 def run_side_by_side(tasks: Sequence[Callable[[], T]]) -> list[T]:
     """Run every task at the same moment, one thread each, and return their results in order.
 

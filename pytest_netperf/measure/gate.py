@@ -20,7 +20,7 @@ from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.contention import both_sides_starved, shared_cores, starved_by_stack, starved_note
-from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS, design_between, round_groups, run_side_by_side
+from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS, round_groups, run_side_by_side
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike, WireCounter
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
@@ -116,10 +116,6 @@ class Measurement:
     def design(self) -> str:
         """``simultaneous`` when any series were loaded together, else ``alternate``."""
         return SIMULTANEOUS if any(len(group) > 1 for group in self.groups) else ALTERNATE
-
-    def design_between(self, first: str, second: str) -> str:
-        """How the series labelled ``first`` and ``second`` shared the runner's time."""
-        return design_between(self.groups, first, second)
 
 
 @dataclass

@@ -102,7 +102,7 @@ def compared_design(m: Measurement, budget: Budget) -> str:
     """How the candidate and what ``budget`` compares it with shared the runner's time in ``m``
     (``simultaneous`` or ``alternate``); "" when the budget compares with nothing measured in this run."""
     other = {"reference": m.reference, "baseline": m.base}.get(budget.comparison)
-    return m.design_between(m.candidate.label, other.label) if other is not None else ""
+    return m.design if other is not None else ""  # the series are loaded all together or all apart
 
 
 def round_fact(m: Measurement) -> str:
