@@ -97,7 +97,9 @@ def test_echo_against_itself_passes_and_burn_10us_fails(
     assert candidate["system_costs"]["echo"]["cpu_per_request_ns"] > 0, candidate["system_costs"]
     system = candidate["rounds"][0]["system"]
     assert system["source"] in ("cgroup v1", "cgroup v2", "docker stats"), system
-    assert system["nodes"]["echo"]["cpu_ns"] > 0 and system["served"] >= 2000, system
+    # served counts warm-up and window (0.5 s + 0.5 s at 2000/s); a request still in flight
+    # when the driver stops is not counted, so the count is about 2000, not exactly
+    assert system["nodes"]["echo"]["cpu_ns"] > 0 and system["served"] >= 1900, system
 
     monkeypatch.setenv("ECHO_BURN", "10us")
     burnt = pytester.runpytest_subprocess(*RUN, "-k", "echo_cpu")
