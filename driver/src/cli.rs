@@ -108,6 +108,10 @@ pub struct HttpOpts {
     /// Seed for --arrival poisson (default: fixed, so runs are reproducible).
     #[arg(long, default_value_t = 0x6e65_7470_6572_66)]
     pub seed: u64,
+    /// Send exactly this many requests and stop when all are answered (no warmup; --duration
+    /// still bounds the run in time). For counting what a server does per request.
+    #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub requests: Option<u64>,
 }
 
 /// Options of `netperf-driver echo`.

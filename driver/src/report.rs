@@ -58,6 +58,9 @@ pub struct Config {
     pub new_connection_per_request: bool,
     pub spin_s: f64,
     pub realtime: bool,
+    /// The exact request count asked for (`--requests`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u64>,
 }
 
 /// Counts for the measured window.
@@ -137,7 +140,12 @@ impl Document {
         // What the target really delivered while the window was open (responses to warmup
         // requests included, responses after the window excluded), so a client queue
         // served during the drain cannot inflate it.
-        let achieved_rps = stats.completed_in_window as f64 / duration_s;
+        // an exact count ends when its last response arrives, not at the window's end
+        let achieved_rps = if plan.requests.is_some() && facts.wall_s > 0.0 {
+            stats.completed_in_window as f64 / facts.wall_s
+        } else {
+            stats.completed_in_window as f64 / duration_s
+        };
         let lag = open.then(|| summarize(&stats.lag));
         let lag_p99 = lag.as_ref().map(|l| l.p99);
         let achieved_ratio = open.then(|| {
@@ -231,6 +239,7 @@ impl Document {
                 new_connection_per_request: plan.new_connection_per_request,
                 spin_s: plan.spin_ns as f64 / 1e9,
                 realtime: plan.realtime,
+                requests: plan.requests,
             },
             summary: Summary {
                 duration_s,

@@ -37,6 +37,8 @@ pub struct Plan {
     pub max_lag_ns: u64,
     pub spin_ns: u64,
     pub realtime: bool,
+    /// Exactly this many requests over all threads (`--requests`), then stop.
+    pub requests: Option<u64>,
     pub seed: u64,
 }
 
@@ -132,13 +134,19 @@ impl Plan {
             connections,
             threads,
             duration_ns: opts.duration,
-            warmup_ns: opts.warmup,
+            // an exact count has no warmup: every request sent is one the server served
+            warmup_ns: if opts.requests.is_some() {
+                0
+            } else {
+                opts.warmup
+            },
             timeout_ns: opts.timeout,
             interval_ns: opts.interval,
             new_connection_per_request: opts.new_connection_per_request,
             max_lag_ns: opts.max_lag,
             spin_ns: opts.spin,
             realtime: opts.realtime,
+            requests: opts.requests,
             seed: opts.seed,
         })
     }
@@ -146,6 +154,13 @@ impl Plan {
     /// Connections owned by thread `t` (an even split; the first threads get the rest).
     pub fn connections_of(&self, t: usize) -> usize {
         self.connections / self.threads + usize::from(t < self.connections % self.threads)
+    }
+
+    /// Requests thread `t` sends under `--requests` (an even split), None without a count.
+    pub fn requests_of(&self, t: usize) -> Option<u64> {
+        let threads = self.threads as u64;
+        self.requests
+            .map(|n| n / threads + u64::from((t as u64) < n % threads))
     }
 
     /// Number of per-interval buckets in the window.
@@ -276,6 +291,21 @@ mod tests {
         );
         let p = plan(&["http://h/", "-c", "1"]).unwrap();
         assert_eq!(p.threads, 1, "never more threads than connections");
+    }
+
+    #[test]
+    fn exact_request_count_is_split_over_threads_without_warmup() {
+        let p = plan(&["http://h/", "-c", "4", "-t", "3", "-n", "1001", "-w", "2s"]).unwrap();
+        let split: Vec<u64> = (0..3).filter_map(|t| p.requests_of(t)).collect();
+        assert_eq!(split, vec![334, 334, 333]);
+        assert_eq!(split.iter().sum::<u64>(), 1001);
+        assert_eq!(
+            p.warmup_ns, 0,
+            "every counted request is one the server served"
+        );
+        let p = plan(&["http://h/", "-c", "2"]).unwrap();
+        assert_eq!(p.requests_of(0), None);
+        assert!(plan(&["http://h/", "-n", "0"]).is_err());
     }
 
     #[test]

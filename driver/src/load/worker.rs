@@ -61,6 +61,8 @@ struct Worker {
     stats: ThreadStats,
     outstanding: usize,
     stopped: bool,
+    /// Requests this thread may still start under `--requests` (None: no count).
+    quota: Option<u64>,
     scratch: Vec<u8>,
     next_scan_ns: u64,
     scan_period_ns: u64,
@@ -120,6 +122,7 @@ pub fn run_worker(
         plan.spin_ns,
         plan.rate.map(|r| 1e9 * plan.threads as f64 / r),
     );
+    let plan_quota = plan.requests_of(thread);
     let mut w = Worker {
         plan,
         tl,
@@ -133,6 +136,7 @@ pub fn run_worker(
         stats,
         outstanding: 0,
         stopped: false,
+        quota: plan_quota,
         scratch: vec![0u8; 64 * 1024],
         next_scan_ns: 0,
         scan_period_ns,
@@ -343,6 +347,13 @@ impl Worker {
                 self.stopped = true;
                 return now;
             }
+            if !self.take_quota() {
+                self.stopped = true;
+                return now;
+            }
+            let Some(sched) = &mut self.schedule else {
+                return now;
+            };
             sched.advance();
             let in_window = self.in_window(due);
             if in_window {
@@ -584,8 +595,20 @@ impl Worker {
         }
     }
 
+    /// Count one more request against `--requests`; false once the count is used up.
+    fn take_quota(&mut self) -> bool {
+        match &mut self.quota {
+            Some(0) => false,
+            Some(left) => {
+                *left -= 1;
+                true
+            }
+            None => true,
+        }
+    }
+
     fn closed_next(&mut self, i: usize, now: u64) {
-        if self.stopped || now >= self.tl.window_end_ns {
+        if self.stopped || now >= self.tl.window_end_ns || !self.take_quota() {
             self.stopped = true;
             return;
         }
