@@ -305,7 +305,9 @@ mod tests {
         );
         let p = plan(&["http://h/", "-c", "2"]).unwrap();
         assert_eq!(p.requests_of(0), None);
-        assert!(plan(&["http://h/", "-n", "0"]).is_err());
+        let zero =
+            crate::cli::Opts::try_parse_from(["netperf-driver", "http", "http://h/", "-n", "0"]);
+        assert!(zero.is_err(), "a count of zero is refused");
     }
 
     #[test]
