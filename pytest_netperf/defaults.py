@@ -78,3 +78,10 @@ UDP_PAYLOAD_BYTES = 1472
 UDP_MIN_SENT_SHARE = 0.95
 #: Largest payload= of an L4 round (bytes per request, write or datagram).
 MAX_PAYLOAD_BYTES = 65536
+#: The cost pass (instructions and system calls per request): the two exact request counts
+#: whose difference each repetition measures (start-up and shut-down cancel), how often the
+#: pair is repeated (their range is the verdict's tolerance), and the time bound of one
+#: traced run (start under the tracer, the requests, the stop).
+COST_PASS_REQUESTS = (200, 1000)
+COST_PASS_REPETITIONS = 3
+COST_PASS_TIME_LIMIT_S = 300.0

@@ -427,6 +427,8 @@ _RATIO_FAMILIES = (
     Family.BYTES,
     Family.BITRATE,
     Family.PACKET_RATE,
+    Family.INSTRUCTIONS,
+    Family.SYSCALLS,
 )
 
 

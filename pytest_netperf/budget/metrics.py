@@ -18,13 +18,14 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import Enum
 from fnmatch import fnmatchcase
 from typing import Any, Optional
 
 from pytest_netperf.results.model import RoundResult, SystemCosts
+from pytest_netperf.results.traced import MarginalCost
 
 
 class Family(str, Enum):
@@ -44,6 +45,10 @@ class Family(str, Enum):
     BITRATE = "bitrate"
     #: Packets per second.
     PACKET_RATE = "packet rate"
+    #: Instructions a node executes per request (valgrind; deterministic).
+    INSTRUCTIONS = "instructions"
+    #: System calls a node makes per request (strace; deterministic).
+    SYSCALLS = "system calls"
 
     def __str__(self) -> str:
         return self.value
@@ -70,7 +75,11 @@ FAMILY_UNITS = {
     Family.BYTES: "bytes",
     Family.BITRATE: "Gbit/s",
     Family.PACKET_RATE: "packets/s",
+    Family.INSTRUCTIONS: "instructions/request",
+    Family.SYSCALLS: "syscalls/request",
 }
+#: Families counted by a cost pass (the node under a tracer), judged from its repetitions.
+DETERMINISTIC_FAMILIES = (Family.INSTRUCTIONS, Family.SYSCALLS)
 
 Extractor = Callable[["RoundResult"], float]
 
@@ -105,6 +114,11 @@ class Metric:
     def exact(self) -> bool:
         """Counts and fractions are judged exactly, without a confidence interval."""
         return self.family in (Family.COUNT, Family.FRACTION)
+
+    @property
+    def deterministic(self) -> bool:
+        """Counted by a cost pass (instructions, system calls), not read per round."""
+        return self.family in DETERMINISTIC_FAMILIES
 
     @property
     def higher_is_better(self) -> bool:
@@ -182,6 +196,10 @@ def format_value(family: Family, value: Optional[float]) -> str:
         return format_packet_rate(value)
     if family is Family.FRACTION:
         return format_fraction(value)
+    if family is Family.INSTRUCTIONS:
+        return f"{value:,.0f} instr" if abs(value) >= 100 else f"{value:.3g} instr"
+    if family is Family.SYSCALLS:
+        return f"{value:.3g} syscalls"
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
 
 
@@ -345,8 +363,20 @@ SYSTEM_METRICS: dict[str, SystemMetric] = {
         SystemMetric("cpu", Family.CORES, "cores the scoped nodes kept busy while serving the round's rate"),
         SystemMetric("mem", Family.BYTES, "working set of the scoped nodes at the end of the round"),
         SystemMetric("mem_peak", Family.BYTES, "largest working set of the scoped nodes sampled during the round"),
+        SystemMetric(
+            "instructions_per_request",
+            Family.INSTRUCTIONS,
+            "instructions the scoped node executes per request, counted under valgrind by a cost pass",
+        ),
+        SystemMetric(
+            "syscalls_per_request",
+            Family.SYSCALLS,
+            "system calls the scoped node makes per request, counted under strace by a cost pass",
+        ),
     )
 }
+#: The tool of the cost pass that counts each deterministic metric.
+TRACED_BY = {"instructions_per_request": "instructions", "syscalls_per_request": "syscalls"}
 _SCOPED = re.compile(r"^(?P<base>[a-z_]+)\[(?P<scope>[^\[\]]*)\]$")
 _SCOPE_PATTERN = re.compile(r"^[A-Za-z0-9_.*?-]+$")
 
@@ -374,6 +404,8 @@ def scope_nodes(system: SystemCosts, scope: tuple[str, ...]) -> list[str]:
 
 def _system_extractor(base: str, scope: tuple[str, ...], name: str) -> Extractor:
     def extract(r: RoundResult) -> float:
+        if base in TRACED_BY:
+            raise MetricUnavailable(f"{name}: counted by a cost pass, not in a round")
         system = r.system
         if system is None:
             raise MetricUnavailable(f"{name}: this round has no system-under-test costs (a plain URL target)")
@@ -431,6 +463,25 @@ def get(name: str) -> Metric:
         known = ", ".join([*REGISTRY, *(f"{m}[node]" for m in SYSTEM_METRICS)])
         raise KeyError(f"unknown metric {name!r}; known: {known}")
     return scoped
+
+
+def tool_of(name: str) -> str:
+    """The cost-pass tool (``instructions``, ``syscalls``) that counts deterministic metric ``name``."""
+    parts = split_scoped(name)
+    if parts is None or parts[0] not in TRACED_BY:
+        raise KeyError(f"{name!r} is not counted by a cost pass")
+    return TRACED_BY[parts[0]]
+
+
+def traced_values(name: str, costs: Mapping[str, MarginalCost]) -> list[float]:
+    """Per-repetition values of deterministic metric ``name`` from node -> marginal cost of its
+    tool: the scoped nodes' costs summed repetition by repetition."""
+    metric = get(name)
+    nodes = [node for node in costs if any(fnmatchcase(node, pattern) for pattern in metric.scope)]
+    if not nodes:
+        raise MetricUnavailable(f"{name}: no traced node matches; traced: {', '.join(costs) or 'none'}")
+    repetitions = min(len(costs[node].per_request) for node in nodes)
+    return [sum(costs[node].per_request[i] for node in nodes) for i in range(repetitions)]
 
 
 def metric_value(round_result: RoundResult, name: str) -> float:

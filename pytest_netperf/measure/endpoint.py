@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
+from pytest_netperf.measure.cost_pass import Tracer
 from pytest_netperf.measure.system_costs import CostProbe
 from pytest_netperf.results.model import WireCounters
 from pytest_netperf.runtime.commands import CommandRunner
@@ -84,6 +85,11 @@ class Endpoint(Protocol):
     @property
     def wire(self) -> Optional[WireCounter]:
         """Counts packets on the server's interface around L4 rounds (None for HTTP)."""
+        ...
+
+    @property
+    def tracer(self) -> Optional[Tracer]:
+        """Runs the node the URL enters under valgrind or strace (the cost pass); None: cannot."""
         ...
 
     def guard(self) -> Optional[str]:

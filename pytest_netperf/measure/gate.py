@@ -20,6 +20,13 @@ from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.contention import both_sides_starved, shared_cores, starved_by_stack, starved_note
+from pytest_netperf.measure.cost_pass import (
+    CostPassPlan,
+    Tracer,
+    cost_pass_notes,
+    cost_pass_problem,
+    run_cost_pass,
+)
 from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS, round_groups, run_side_by_side
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike, WireCounter
 from pytest_netperf.measure.gate_settings import GateSettings
@@ -35,9 +42,11 @@ from pytest_netperf.measure.targets import host_header
 from pytest_netperf.measure.validity import samples_problem, saturation_problem
 from pytest_netperf.measure.wire_counts import run_with_wire
 from pytest_netperf.results.model import RoundResult
+from pytest_netperf.results.traced import MarginalCost
 from pytest_netperf.runtime.commands import CommandRunner
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
+from pytest_netperf.verdict.deterministic import evaluate_repetitions
 from pytest_netperf.verdict.error_control import alpha_for_look
 from pytest_netperf.verdict.sequential import SequentialPlan, run_sequential
 from pytest_netperf.verdict.status import Status
@@ -77,9 +86,19 @@ class Series:
     wire: Optional[WireCounter] = None
     #: Why each kept round whose driver was saturated was the stack's doing (see measure/contention.py).
     starved: list[str] = field(default_factory=list)
+    #: Runs the target's entry node under a counting tool (the cost pass); None: it cannot.
+    tracer: Optional[Tracer] = None
+    #: tool -> node -> cost per request the cost pass counted (``instructions``, ``syscalls``)
+    traced: dict[str, dict[str, MarginalCost]] = field(default_factory=dict)
+    #: Why the cost pass of this series could not count (its budgets are INVALID), or "".
+    trace_error: str = ""
 
     def values(self, metric: str) -> list[float]:
-        """Per-round values of ``metric``."""
+        """Per-round values of ``metric``; per-repetition values of a deterministic cost."""
+        if metrics.get(metric).deterministic:
+            if self.trace_error:
+                raise metrics.MetricUnavailable(f"{metric}: the cost pass could not count: {self.trace_error}")
+            return metrics.traced_values(metric, self.traced.get(metrics.tool_of(metric), {}))
         return [metric_value(r, metric) for r in self.rounds]
 
 
@@ -229,6 +248,8 @@ class Gate:
         self._started = time.monotonic()
         self.implicit_error_budget = not any(b.metric in ERROR_METRICS for b in self.budgets)
         self._system_budgets = system_budgets(self.budgets)
+        self._traced_budgets = [b for b in self.budgets if metrics.get(b.metric).deterministic]
+        self.cost_pass_plan = CostPassPlan()
 
     # ------------------------------------------------------------------ public API
     def noise_warnings(self) -> list[str]:
@@ -267,6 +288,7 @@ class Gate:
         self._check_costs(m)
         self._choose_design(m)
         self._run_rounds(m, rounds)
+        self._run_cost_passes(m)
         return m
 
     def compare(
@@ -292,6 +314,7 @@ class Gate:
         self._check_costs(m)
         self._choose_design(m)
         self._run_rounds(m, rounds)
+        self._run_cost_passes(m)
         return m
 
     def finish(self) -> list[BudgetOutcome]:
@@ -359,6 +382,7 @@ class Gate:
         guard = None if isinstance(target, str) else target.guard
         costs = None if isinstance(target, str) else target.costs
         wire = None if isinstance(target, str) else target.wire
+        tracer = None if isinstance(target, str) else target.tracer
         return Series(
             label=label,
             url=url,
@@ -371,6 +395,7 @@ class Gate:
             facts=series_facts(target, drv),
             costs=costs,
             wire=wire,
+            tracer=tracer,
         )
 
     def _attach_base(self, m: Measurement, target: TargetLike, shape: LoadShape, driver: Optional[str]) -> None:
@@ -488,6 +513,48 @@ class Gate:
             judged = [m.candidate] + ([other] if other is not None else [])
             check_probes(self.test_id, [budget], [(s.label, s.url, s.costs) for s in judged])
 
+    def _run_cost_passes(self, m: Measurement) -> None:
+        """Count instructions and system calls per request of each series a deterministic
+        budget judges, then judge those budgets on the repetitions."""
+        applicable = [b for b in self._applicable(m) if b in self._traced_budgets]
+        if not applicable:
+            return
+        wanted: dict[str, tuple[Series, set[str]]] = {}
+        for b in applicable:
+            other = {"reference": m.reference, "baseline": m.base}.get(b.comparison)
+            for series in [m.candidate] + ([other] if other is not None else []):
+                wanted.setdefault(series.label, (series, set()))[1].add(metrics.tool_of(b.metric))
+        for series, tools in wanted.values():
+            series.trace_error = cost_pass_problem(series.url, series.tracer, series.driver)
+            if series.trace_error or series.tracer is None or series.driver_instance is None:
+                continue
+            self._progress(f"{self.test_id} [{m.key}] {series.label}: cost pass ({', '.join(sorted(tools))})")
+            try:
+                counted = run_cost_pass(
+                    series.tracer,
+                    sorted(tools),
+                    series.driver_instance.run,
+                    series.url,
+                    series.shape,
+                    self.cost_pass_plan,
+                    self._progress,
+                )
+            except (NetperfError, ValueError) as exc:
+                series.trace_error = str(exc)
+                continue
+            for tool, cost in counted.items():
+                series.traced.setdefault(tool, {})[cost.node] = cost
+        for b in applicable:
+            if self._data_problem(m, b):
+                continue  # INVALID: decided in finish()
+            values = self._values(m, b)
+            against = values["reference"] if b.comparison == "reference" else values["baseline"]
+            if b.comparison == "baseline" and against is None:
+                continue  # NEW: decided in finish()
+            candidate = values["candidate"]
+            assert candidate is not None
+            m.verdicts[b.text] = evaluate_repetitions(b, candidate, against if b.form == "ratio" else None)
+
     def _data_problem(self, m: Measurement, b: Budget) -> Optional[str]:
         """Why budget ``b`` has no data to be judged on in ``m`` (too few samples, no costs), or None."""
         needed = {"reference": m.reference, "baseline": m.base}.get(b.comparison)
@@ -604,6 +671,8 @@ class Gate:
     ) -> dict[str, stats.Verdict]:
         out: dict[str, stats.Verdict] = {}
         for b in self._applicable(m):
+            if b in self._traced_budgets:
+                continue  # judged on the cost pass's repetitions (_run_cost_passes)
             if self._data_problem(m, b):
                 continue  # INVALID: decided in finish()
             vals = self._values(m, b)
@@ -687,7 +756,12 @@ class Gate:
                 o.notes.append(v.note)
             if v.undecidable:
                 o.notes.append(v.undecidable)
-            if m.design_note:
+            if b in self._traced_budgets:
+                other = m.reference if b.comparison == "reference" else m.base
+                o.notes.extend(
+                    cost_pass_notes(b, m.candidate.traced, other.traced if other else None, label or "reference")
+                )
+            elif m.design_note:
                 o.notes.append(m.design_note)
             o.notes.extend(starved_note(s.label, s.starved, len(s.rounds)) for s in m.series() if s.starved)
             closed_loop = closed_loop_note(b, m.candidate.rounds)

@@ -42,7 +42,7 @@ class CostProbe(Protocol):
 
 def system_budgets(budgets: Sequence[Budget]) -> list[Budget]:
     """The budgets read from the system under test's cgroups."""
-    return [b for b in budgets if metrics.get(b.metric).scope]
+    return [b for b in budgets if metrics.get(b.metric).scope and not metrics.get(b.metric).deterministic]
 
 
 def probe_problem(test_id: str, budget: Budget, label: str, url: str, probe: Optional[CostProbe]) -> Optional[str]:

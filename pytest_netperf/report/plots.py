@@ -39,6 +39,8 @@ _AXIS = {
     Family.BYTES: (1.0 / 2**20, "MiB"),
     Family.BITRATE: (1.0, registry.FAMILY_UNITS[Family.BITRATE]),
     Family.PACKET_RATE: (1e-3, "kpps"),
+    Family.INSTRUCTIONS: (1.0, "instructions/request"),
+    Family.SYSCALLS: (1.0, "syscalls/request"),
 }
 #: Families a rounds plot draws when a budget judges them.
 _PLOTTED = (

@@ -46,6 +46,7 @@ from pytest_netperf.runtime.host_ports import port_free
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.resources import CoreSplit, default_split
 from pytest_netperf.runtime.runners import ContainerRunner
+from pytest_netperf.runtime.traced_clone import NodeTracer
 from pytest_netperf.runtime.wire import WireProbe, container_pid
 from pytest_netperf.topology.model import Node, Topology
 from pytest_netperf.topology.render.containers import ContainerSpec, container_specs
@@ -229,6 +230,8 @@ class Endpoint:
     costs: SystemProbe | None = field(default=None, hash=False, compare=False, repr=False)
     #: counts packets on the server's interface around each L4 round (None for HTTP targets)
     wire: WireProbe | None = field(default=None, hash=False, compare=False, repr=False)
+    #: runs the node the URL enters under valgrind or strace (the cost pass); None: cannot
+    tracer: NodeTracer | None = field(default=None, hash=False, compare=False, repr=False)
 
     def guard(self) -> str | None:
         """None while ``url`` still reaches this session's running topology, else the reason.
@@ -262,8 +265,11 @@ class RunningTopology:
         requested_images: Mapping[str, str | None] | None = None,
         limits: Mapping[str, Resources] | None = None,
         core_split: CoreSplit | None = None,
+        copied_files: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.topology = topology
+        #: node -> the config files copied into its container (a traced clone gets them too)
+        self.copied_files: dict[str, tuple[str, ...]] = dict(copied_files or {})
         self.network = network
         self.network_id = network_id or network
         self.startup_s = startup_s
@@ -351,16 +357,31 @@ class RunningTopology:
         costs = self.cost_probe()
         wire = self.wire_probe(target.node) if target.scheme != "http" else None
         path = target.path if target.scheme == "http" else ""
+        tracer = self.tracer(target.node, target.port) if target.scheme in ("http", "tcp") else None
         if not target.via_dns:
             url = f"{target.scheme}://{self.ip(target.node)}:{target.port}{path}"
-            return Endpoint(url, None, "host", target.host_header, images, guard, facts, costs=costs, wire=wire)
+            return Endpoint(
+                url, None, "host", target.host_header, images, guard, facts, costs=costs, wire=wire, tracer=tracer
+            )
         if self._driver_image is None:
             raise TopologyStartError(
                 f"target {target_name!r} needs the driver in a container, but no echo (driver) image is known"
             )
         runner = ContainerRunner(self._client, self._driver_image, self.network, self._labels)
         url = f"{target.scheme}://{self.topology.dns_name(target.node)}:{target.port}{path}"
-        return Endpoint(url, runner, runner.where, target.host_header, images, guard, facts, costs=costs, wire=wire)
+        return Endpoint(
+            url, runner, runner.where, target.host_header, images, guard, facts, costs=costs, wire=wire, tracer=tracer
+        )
+
+    def tracer(self, node: str, port: int) -> NodeTracer | None:
+        """Traced clones of ``node`` serving on ``port`` (the cost pass), or None for a node that
+        shares a pod's network or the host's (a clone could not take its port)."""
+        spec = self.topology.node(node)
+        if spec.pod_of is not None or spec.host_network or self.topology.pod_root(node).name != node:
+            return None
+        return NodeTracer(
+            self._client, self._containers[node], node, self.network, port, self.copied_files.get(node, ())
+        )
 
     def wire_probe(self, node: str) -> WireProbe:
         """Counts packets on ``node``'s interface: ``eth0`` on the bridge, ``lo`` on the host network."""
@@ -498,6 +519,7 @@ class DockerRuntime:
             requested_images={spec.node: spec.image for spec in specs},
             limits=limits,
             core_split=self.core_split,
+            copied_files={spec.node: tuple(spec.files) for spec in specs},
         )
         self.startup_times[topology.name] = running.startup_s
         self.running.append(running)

@@ -44,6 +44,7 @@ from pytest_netperf.runtime.listening import ListenWatch, listening_ports
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.resources import CoreSplit, default_split
 from pytest_netperf.runtime.runners import ContainerRunner
+from pytest_netperf.runtime.traced_clone import NodeTracer
 from pytest_netperf.topology.resources import Resources
 
 __all__ = ["ComposeLauncher", "ComposeStack", "StackSpec"]
@@ -387,6 +388,15 @@ class ComposeStack:
         endpoint = self._endpoint(service, port, path, host, via_dns, guard, address, network)
         return replace(endpoint, base_note=self.base_note, base_error=self.base_error)
 
+    def tracer(self, service: str, port: int) -> NodeTracer | None:
+        """Traced clones of ``service``'s first container serving on ``port`` (the cost pass), or
+        None when it shares another container's network (a clone could not take its port)."""
+        container = self.service(service)[0]
+        if self._root_container(service, container).id != container.id:
+            return None
+        network, _, _, _ = self._attachment(service, container)
+        return NodeTracer(self._client, container, service, network, port)
+
     def _endpoint(
         self,
         service: str,
@@ -399,6 +409,7 @@ class ComposeStack:
         network: str,
     ) -> Endpoint:
         images, facts, costs = self._image_ids(), self.facts(), self.cost_probe()
+        tracer = self.tracer(service, port)
         if via_dns:
             if self._driver_image is None:
                 raise ComposeUsageError(
@@ -407,8 +418,10 @@ class ComposeStack:
                 )
             runner = ContainerRunner(self._client, self._driver_image, network, self._labels)
             url = f"http://{service}:{port}{path}"
-            return Endpoint(url, runner, runner.where, host, images, guard, facts, costs=costs)
-        return Endpoint(f"http://{address}:{port}{path}", None, "host", host, images, guard, facts, costs=costs)
+            return Endpoint(url, runner, runner.where, host, images, guard, facts, costs=costs, tracer=tracer)
+        return Endpoint(
+            f"http://{address}:{port}{path}", None, "host", host, images, guard, facts, costs=costs, tracer=tracer
+        )
 
     def cost_probe(self) -> SystemProbe:
         """Reads what the stack's running containers spend per round, by service name (replicas

@@ -1,0 +1,131 @@
+"""Cost images: a node's own image with valgrind and strace added, for the deterministic cost pass.
+
+The variant is built ``FROM`` the node's image with the distribution's package manager (apt,
+apk, dnf, microdnf or yum), once per image id, and tagged ``pytest-netperf/cost:<id>``; the
+``netperf-trace`` wrapper it carries runs the node's command under the tool and forwards the
+stop signal to the traced server, so valgrind and strace write their counts on exit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+
+from docker import DockerClient
+from docker.errors import ImageNotFound
+
+from pytest_netperf.images.layers import LABEL_INPUTS, LABEL_ROLE, build_layer, image_labels
+from pytest_netperf.images.rootfs import ImageBuildError
+
+#: Where the wrapper lives in a cost image.
+TRACE_WRAPPER = "/usr/local/bin/netperf-trace"
+#: Repository of cost images; the tag is the short id of the image they extend.
+COST_REPOSITORY = "pytest-netperf/cost"
+
+#: ``netperf-trace TOOL OUTDIR -- COMMAND...``: COMMAND under valgrind (``instructions``) or
+#: strace (``syscalls``), its counts written to OUTDIR. TERM or INT to the wrapper sends
+#: $NETPERF_STOP_SIGNAL (default TERM) to the server: valgrind runs inside the server's own
+#: process, strace is the server's parent.
+WRAPPER_SCRIPT = r"""#!/bin/sh
+tool=$1; out=$2; shift 3
+mkdir -p "$out" && chmod 1777 "$out" || exit 70
+case "$tool" in
+  instructions)
+    valgrind --tool=cachegrind --cache-sim=no --trace-children=yes \
+      --cachegrind-out-file="$out/cachegrind.%p" --log-file="$out/valgrind.%p.log" "$@" &
+    target=self ;;
+  syscalls)
+    strace -f -c -o "$out/strace.txt" "$@" &
+    target=child ;;
+  *) echo "netperf-trace: unknown tool $tool" >&2; exit 64 ;;
+esac
+traced=$!
+stop() {
+  if [ "$target" = child ]; then
+    pids=$(cat /proc/$traced/task/*/children 2>/dev/null)
+  else
+    pids=$traced
+  fi
+  kill -"${NETPERF_STOP_SIGNAL:-TERM}" $pids 2>/dev/null
+}
+trap stop TERM INT
+wait $traced
+status=$?
+while kill -0 $traced 2>/dev/null; do wait $traced; status=$?; done
+exit $status
+"""
+
+_INSTALL = (
+    "if command -v apt-get >/dev/null; then "
+    "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "
+    "valgrind strace >/dev/null && rm -rf /var/lib/apt/lists/*; "
+    "elif command -v apk >/dev/null; then apk add --no-cache valgrind strace; "
+    "elif command -v dnf >/dev/null; then dnf install -y valgrind strace && dnf clean all; "
+    "elif command -v microdnf >/dev/null; then microdnf install -y valgrind strace && microdnf clean all; "
+    "elif command -v yum >/dev/null; then yum install -y valgrind strace && yum clean all; "
+    "else echo 'no package manager (apt-get, apk, dnf, microdnf, yum) in the image' >&2; exit 3; fi"
+)
+
+
+def cost_dockerfile(image_id: str, user: str) -> str:
+    """The Dockerfile of the cost variant of ``image_id`` (whose configured user is ``user``)."""
+    lines = [
+        f"FROM {image_id}",
+        "USER root",
+        f"RUN {_INSTALL}",
+        f"COPY netperf-trace {TRACE_WRAPPER}",
+        f"RUN chmod 0755 {TRACE_WRAPPER}",
+    ]
+    if user:
+        lines.append(f"USER {user}")
+    return "\n".join(lines) + "\n"
+
+
+def cost_image_tag(image_id: str) -> str:
+    """``pytest-netperf/cost:<12 hex of the image id>``."""
+    return f"{COST_REPOSITORY}:{image_id.split(':')[-1][:12]}"
+
+
+def _inputs_digest(image_id: str, user: str) -> str:
+    text = cost_dockerfile(image_id, user) + WRAPPER_SCRIPT
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def cost_image(client: DockerClient, image: str, wanted_by: str = "") -> str:
+    """The cost variant of ``image`` (a tag or id), built when missing or stale; its tag.
+
+    Raises ImageBuildError naming ``wanted_by`` (``service edge``), the image and the ways out
+    when no package manager of the image can install valgrind and strace.
+    """
+    try:
+        source = client.images.get(image)
+    except ImageNotFound as exc:
+        raise ImageBuildError(f"{wanted_by or 'cost pass'}: image {image} is not present") from exc
+    image_id = str(source.id)
+    user = str((source.attrs.get("Config") or {}).get("User") or "")
+    tag = cost_image_tag(image_id)
+    digest = _inputs_digest(image_id, user)
+    labels = image_labels(client, tag)
+    if labels is not None and labels.get(LABEL_INPUTS) == digest:
+        return tag
+    with tempfile.TemporaryDirectory(prefix="netperf-cost-") as folder:
+        wrapper = Path(folder) / "netperf-trace"
+        wrapper.write_text(WRAPPER_SCRIPT)
+        try:
+            build_layer(
+                client,
+                tag,
+                cost_dockerfile(image_id, user),
+                {"netperf-trace": wrapper},
+                {LABEL_ROLE: "cost", LABEL_INPUTS: digest, "pytest-netperf.cost-of": image_id},
+            )
+        except ImageBuildError as exc:
+            who = f"{wanted_by} " if wanted_by else ""
+            raise ImageBuildError(
+                f"{who}(image {image}): cannot add valgrind and strace for the cost pass: {exc}\n"
+                "Ways out: build a variant of the image with valgrind and strace installed (and /bin/sh) "
+                "and run the service from it, or drop the instructions_per_request/syscalls_per_request "
+                "budgets for this service (scratch and distroless images have no package manager)."
+            ) from exc
+    return tag

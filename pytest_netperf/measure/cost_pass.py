@@ -1,0 +1,145 @@
+"""The cost pass: what a target's entry node does per request, counted under a tracer.
+
+For each tool a budget needs (instructions under valgrind, system calls under strace) the
+pass runs the node's clone twice per repetition, serving ``low`` and then ``high`` exact
+requests with the test's own request (path, query, headers, body, keep-alive) over one
+connection, so every request is handled alone and the count does not depend on timing.
+The marginal cost per request is (count(high) - count(low)) / (high - low): start-up and
+shut-down cancel.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Optional, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from pytest_netperf import defaults
+from pytest_netperf.budget import metrics
+from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.results.model import RoundResult
+from pytest_netperf.results.traced import INSTRUCTIONS, SYSCALLS, MarginalCost, TraceCount, changed_most, marginal
+
+
+class Tracer(Protocol):
+    """Runs the entry node of a target under a counting tool (see runtime/traced_clone.py)."""
+
+    @property
+    def node(self) -> str:
+        """The node that is traced: the one the target's URL enters."""
+        ...
+
+    def count(self, tool: str, load: Callable[[str], int], requests: int, time_limit_s: float) -> TraceCount:
+        """One traced run: ``load("host:port")`` sends ``requests`` requests to the clone."""
+        ...
+
+
+@dataclass(frozen=True)
+class CostPassPlan:
+    """How much the cost pass counts: two request counts, repeated, each run bounded in time."""
+
+    low: int = defaults.COST_PASS_REQUESTS[0]
+    high: int = defaults.COST_PASS_REQUESTS[1]
+    repetitions: int = defaults.COST_PASS_REPETITIONS
+    time_limit_s: float = defaults.COST_PASS_TIME_LIMIT_S
+
+
+def exact_shape(shape: LoadShape, requests: int, time_limit_s: float) -> LoadShape:
+    """``shape``'s request sent exactly ``requests`` times over one connection, closed loop."""
+    extra = {k: v for k, v in shape.extra.items() if k not in ("realtime", "max_lag")}
+    extra["requests"] = requests
+    return replace(shape, connections=1, threads=1, rate=None, warmup_s=0.0, duration_s=time_limit_s, extra=extra)
+
+
+def at_address(url: str, address: str) -> str:
+    """``url`` sent to ``address`` (``host:port``) instead, path and query kept."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=address))
+
+
+def run_cost_pass(
+    tracer: Tracer,
+    tools: Iterable[str],
+    run: Callable[[str, LoadShape], RoundResult],
+    url: str,
+    shape: LoadShape,
+    plan: Optional[CostPassPlan] = None,
+    progress: Callable[[str], None] = lambda _: None,
+) -> dict[str, MarginalCost]:
+    """tool -> marginal cost per request of ``tracer``'s node; ``run(url, shape)`` is the driver."""
+    plan = plan or CostPassPlan()
+    tools = list(tools)
+    pairs: dict[str, list[tuple[TraceCount, TraceCount]]] = {tool: [] for tool in tools}
+    for repetition in range(plan.repetitions):
+        for tool in tools:
+            counts = []
+            for requests in (plan.low, plan.high):
+
+                def load(address: str, requests: int = requests) -> int:
+                    result = run(at_address(url, address), exact_shape(shape, requests, plan.time_limit_s))
+                    return int(result.ok)
+
+                counts.append(tracer.count(tool, load, requests, plan.time_limit_s))
+            pairs[tool].append((counts[0], counts[1]))
+            progress(
+                f"cost pass {tracer.node} {tool} repetition {repetition + 1}/{plan.repetitions}: "
+                f"{counts[0].seconds + counts[1].seconds:.1f}s"
+            )
+    return {tool: marginal(tracer.node, pairs[tool]) for tool in tools}
+
+
+def cost_pass_problem(url: str, tracer: Optional[Tracer], driver: str) -> str:
+    """Why a series cannot have a cost pass, or "" when it can."""
+    if tracer is None:
+        return (
+            f"{url} cannot be traced: the cost pass clones the node a target enters, so it needs an endpoint "
+            "of netperf_topology or netperf_compose whose node has its own network address (not a plain URL, "
+            "a sidecar sharing its pod's network, or a node on the host network)"
+        )
+    if driver != "rust":
+        return f"the cost pass sends exact request counts with the rust driver; this series uses {driver}"
+    return ""
+
+
+#: Smallest per-request change worth naming, by tool.
+_NAMED_FLOOR = {INSTRUCTIONS: 1.0, SYSCALLS: 0.05}
+
+
+def _format_change(tool: str, delta: float) -> str:
+    return f"{delta:+,.0f}" if tool == INSTRUCTIONS else f"{delta:+.2f}"
+
+
+def cost_pass_notes(
+    budget_text: object,
+    candidate: Mapping[str, Mapping[str, MarginalCost]],
+    other: Optional[Mapping[str, Mapping[str, MarginalCost]]],
+    other_label: str,
+) -> list[str]:
+    """What the cost pass did for a budget's series, and where the cost went against the other side."""
+    metric = getattr(budget_text, "metric", str(budget_text))
+    tool = metrics.tool_of(metric)
+    notes = []
+    for label, traced in (("candidate", candidate), (other_label, other)):
+        for node, cost in sorted((traced or {}).get(tool, {}).items()):
+            low, high = cost.requests
+            notes.append(
+                f"cost pass of {node} ({label}): {tool} under {'valgrind' if tool == INSTRUCTIONS else 'strace'}, "
+                f"{len(cost.per_request)} x ({high} - {low}) requests, {cost.seconds:.1f}s; "
+                f"{cost.median:,.1f} per request, spread {cost.spread:.2%}"
+            )
+    if other:
+        for node, cost in sorted(candidate.get(tool, {}).items()):
+            before = other.get(tool, {}).get(node)
+            if before is None:
+                continue
+            changes = changed_most(cost.by_name, before.by_name, floor=_NAMED_FLOOR[tool])
+            what = "functions" if tool == INSTRUCTIONS else "system calls"
+            if changes:
+                listed = ", ".join(f"{name} {_format_change(tool, delta)}" for name, delta in changes)
+                notes.append(f"{node}: {what} whose {tool} per request changed most vs {other_label}: {listed}")
+            else:
+                notes.append(
+                    f"{node}: no {what} changed by {_NAMED_FLOOR[tool]:g} or more per request vs {other_label}"
+                )
+    return notes

@@ -1,0 +1,118 @@
+"""Deterministic costs of one node: what a traced run counted, and the marginal cost per request.
+
+A traced run (:class:`TraceCount`) is the node's own process under valgrind (instructions) or
+strace (system calls) serving an exact number of requests. Two runs with different counts
+give the marginal cost per request, in which start-up and shut-down cancel
+(:class:`MarginalCost`); repeating the pair shows how deterministic the count is.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+#: The tools of a cost pass, by what they count.
+INSTRUCTIONS = "instructions"
+SYSCALLS = "syscalls"
+TOOLS = (INSTRUCTIONS, SYSCALLS)
+
+
+@dataclass(frozen=True)
+class TraceCount:
+    """One traced run: the node's processes in total while serving ``requests`` requests."""
+
+    tool: str
+    requests: int
+    total: float
+    #: instructions by function (valgrind) or calls by system call name (strace)
+    by_name: Mapping[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+    #: processes whose counts were read (nginx master and workers, …)
+    processes: int = 1
+
+
+@dataclass(frozen=True)
+class MarginalCost:
+    """Cost per request of one node under one tool, one value per repetition."""
+
+    node: str
+    tool: str
+    per_request: tuple[float, ...]
+    #: per-request cost by function or system call name (median over the repetitions)
+    by_name: Mapping[str, float] = field(default_factory=dict)
+    #: the two request counts whose difference each repetition measured
+    requests: tuple[int, int] = (0, 0)
+    #: wall time of every traced run of this node and tool together
+    seconds: float = 0.0
+
+    @property
+    def median(self) -> float:
+        """The median over repetitions."""
+        return float(statistics.median(self.per_request))
+
+    @property
+    def spread(self) -> float:
+        """(largest - smallest) / median over repetitions: how deterministic the count was."""
+        middle = self.median
+        return (max(self.per_request) - min(self.per_request)) / middle if middle else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "node": self.node,
+            "tool": self.tool,
+            "per_request": list(self.per_request),
+            "by_name": dict(self.by_name),
+            "requests": list(self.requests),
+            "seconds": self.seconds,
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> MarginalCost:
+        """Inverse of :meth:`to_dict`."""
+        low, high = doc.get("requests", (0, 0))
+        return cls(
+            node=str(doc["node"]),
+            tool=str(doc["tool"]),
+            per_request=tuple(float(v) for v in doc["per_request"]),
+            by_name={str(k): float(v) for k, v in dict(doc.get("by_name", {})).items()},
+            requests=(int(low), int(high)),
+            seconds=float(doc.get("seconds", 0.0)),
+        )
+
+
+def marginal(node: str, pairs: Sequence[tuple[TraceCount, TraceCount]]) -> MarginalCost:
+    """The cost per request from repetitions of (fewer requests, more requests) traced runs."""
+    if not pairs:
+        raise ValueError("no traced runs to take a marginal cost from")
+    per_request = []
+    per_name: dict[str, list[float]] = {}
+    for low, high in pairs:
+        extra = high.requests - low.requests
+        if extra <= 0:
+            raise ValueError(f"the second run must serve more requests ({low.requests} then {high.requests})")
+        per_request.append((high.total - low.total) / extra)
+        for name in set(low.by_name) | set(high.by_name):
+            delta = (high.by_name.get(name, 0.0) - low.by_name.get(name, 0.0)) / extra
+            per_name.setdefault(name, []).append(delta)
+    first_low, first_high = pairs[0]
+    return MarginalCost(
+        node=node,
+        tool=first_low.tool,
+        per_request=tuple(per_request),
+        by_name={name: float(statistics.median(values)) for name, values in per_name.items()},
+        requests=(first_low.requests, first_high.requests),
+        seconds=sum(low.seconds + high.seconds for low, high in pairs),
+    )
+
+
+def changed_most(
+    candidate: Mapping[str, float], reference: Mapping[str, float], limit: int = 3, floor: float = 0.5
+) -> list[tuple[str, float]]:
+    """The names whose per-request cost changed most (candidate - reference), largest first;
+    changes smaller than ``floor`` per request are left out."""
+    deltas = {name: candidate.get(name, 0.0) - reference.get(name, 0.0) for name in set(candidate) | set(reference)}
+    ranked = sorted(deltas.items(), key=lambda item: (-abs(item[1]), item[0]))
+    return [(name, delta) for name, delta in ranked if abs(delta) >= floor][:limit]

@@ -1,0 +1,79 @@
+"""Reading what valgrind's cachegrind and ``strace -c`` wrote (pure text parsing)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pytest_netperf.errors import NetperfError
+
+
+class TraceOutputError(NetperfError):
+    """A tool's output is missing or cannot be read."""
+
+
+def cachegrind_counts(text: str) -> tuple[float, dict[str, float]]:
+    """(total instructions, instructions by function) of one ``cachegrind.out`` file.
+
+    The total is the ``summary:`` line; functions sum their ``line count`` rows under ``fn=``.
+    """
+    total = None
+    by_function: dict[str, float] = {}
+    function = None
+    for line in text.splitlines():
+        if line.startswith("fn="):
+            function = line[3:]
+        elif line.startswith("summary:"):
+            total = float(line.split()[1])
+        elif function is not None and line[:1].isdigit():
+            parts = line.split()
+            if len(parts) >= 2:
+                by_function[function] = by_function.get(function, 0.0) + float(parts[1])
+    if total is None:
+        raise TraceOutputError("a cachegrind output file has no summary line (the process did not exit cleanly)")
+    return total, by_function
+
+
+def merge_cachegrind(files: Mapping[str, str]) -> tuple[float, dict[str, float], int]:
+    """Every process's cachegrind file summed: (total, by function, processes with instructions)."""
+    total = 0.0
+    by_function: dict[str, float] = {}
+    processes = 0
+    for name, text in sorted(files.items()):
+        try:
+            counted, functions = cachegrind_counts(text)
+        except TraceOutputError as exc:
+            raise TraceOutputError(f"{name}: {exc}") from None
+        total += counted
+        processes += counted > 0
+        for function, value in functions.items():
+            by_function[function] = by_function.get(function, 0.0) + value
+    return total, by_function, processes
+
+
+def strace_counts(text: str) -> tuple[float, dict[str, float]]:
+    """(total calls, calls by system call) from a ``strace -c`` summary table."""
+    by_call: dict[str, float] = {}
+    total = None
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 5 or not parts[3].isdigit():
+            continue
+        name = parts[-1]
+        calls = float(parts[3])
+        if name == "total":
+            total = calls
+        else:
+            by_call[name] = calls
+    if total is None:
+        raise TraceOutputError("the strace summary has no total row (strace did not exit cleanly)")
+    return total, by_call
+
+
+def valgrind_problems(logs: Mapping[str, str]) -> list[str]:
+    """Lines of valgrind's logs that mean a process was not counted (an output it could not open)."""
+    found = []
+    for name, text in sorted(logs.items()):
+        for line in text.splitlines():
+            if "can't open" in line or "cannot open" in line:
+                found.append(f"{name}: {line.strip()}")
+    return found

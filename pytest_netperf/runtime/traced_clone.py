@@ -1,0 +1,232 @@
+"""Clones of a running node with its process under valgrind or strace (the cost pass's runs).
+
+A clone runs the node's own image (its cost variant, see images/cost_image.py), command,
+environment, user, mounts and config files on the node's network, without the node's
+aliases, so upstream names resolve to the real upstreams and nothing routes to the clone
+but the cost pass's own requests. Each traced run starts a fresh clone, waits until its
+port accepts a connection, lets the caller send an exact number of requests, stops the
+server with its own stop signal and reads the tool's counts; the clone is always removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import socket
+import tarfile
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from docker import DockerClient
+from docker.errors import APIError, NotFound
+from docker.models.containers import Container
+
+from pytest_netperf.engine import labels as L
+from pytest_netperf.errors import NetperfError
+from pytest_netperf.images.cost_image import TRACE_WRAPPER, cost_image
+from pytest_netperf.results.traced import INSTRUCTIONS, SYSCALLS, TraceCount
+from pytest_netperf.runtime.trace_output import (
+    TraceOutputError,
+    merge_cachegrind,
+    strace_counts,
+    valgrind_problems,
+)
+
+#: Where a clone's tool writes its counts.
+OUTPUT_DIR = "/tmp/netperf-cost"
+#: Label marking a clone (its value: the tool).
+TRACED_LABEL = f"{L.PREFIX}.traced"
+LOG_TAIL_CHARS = 3000
+_serial = itertools.count(1)
+
+
+class TraceError(NetperfError):
+    """A traced run could not count: the clone did not start, crashed, ran out of time, or its
+    counts are missing or cover fewer processes or requests than they must."""
+
+
+class NodeTracer:
+    """Traced runs of one running node (``node``) that serves on ``port``."""
+
+    def __init__(
+        self,
+        client: DockerClient,
+        source: Container,
+        node: str,
+        network: str,
+        port: int,
+        copy_paths: Sequence[str] = (),
+        ready_timeout_s: float = 120.0,
+    ) -> None:
+        self.client = client
+        self.source = source
+        self.node = node
+        self.network = network
+        self.port = port
+        self.copy_paths = tuple(copy_paths)
+        self.ready_timeout_s = ready_timeout_s
+
+    def count(self, tool: str, load: Callable[[str], int], requests: int, time_limit_s: float) -> TraceCount:
+        """Start a clone under ``tool``, call ``load(host:port)`` (it sends ``requests``
+        requests and returns how many were answered), stop it, return the counts."""
+        if tool not in (INSTRUCTIONS, SYSCALLS):
+            raise ValueError(f"unknown tool {tool!r}")
+        started = time.monotonic()
+        clone = self._create(tool)
+        try:
+            clone.start()
+            address = self._wait_ready(clone, started + time_limit_s)
+            answered = load(f"{address}:{self.port}")
+            if answered != requests:
+                raise TraceError(
+                    f"{self.node}: {answered} of {requests} requests answered under {_tool_name(tool)}; "
+                    "a count over fewer requests than sent would be too small"
+                )
+            self._stop(clone, max(5.0, started + time_limit_s - time.monotonic()))
+            files = _read_dir(clone, OUTPUT_DIR)
+            total, by_name, processes = self._parse(tool, files, clone)
+            return TraceCount(tool, requests, total, by_name, time.monotonic() - started, processes)
+        finally:
+            _remove(clone)
+
+    # ----- one clone ----------------------------------------------------------------
+    def _create(self, tool: str) -> Container:
+        attrs = self.source.attrs
+        config = attrs.get("Config") or {}
+        host = attrs.get("HostConfig") or {}
+        image = cost_image(self.client, str(attrs.get("Image") or config.get("Image")), f"node {self.node!r}")
+        entrypoint = list(config.get("Entrypoint") or [])
+        command = list(config.get("Cmd") or [])
+        stop_signal = str(config.get("StopSignal") or "TERM").upper().removeprefix("SIG")
+        labels = {k: v for k, v in (config.get("Labels") or {}).items() if k.startswith(L.PREFIX)}
+        labels[TRACED_LABEL] = tool
+        environment = [e for e in (config.get("Env") or []) if not e.startswith("NETPERF_STOP_SIGNAL=")]
+        environment.append(f"NETPERF_STOP_SIGNAL={stop_signal}")
+        options: dict[str, Any] = {
+            "entrypoint": [TRACE_WRAPPER],
+            "command": [tool, OUTPUT_DIR, "--", *entrypoint, *command],
+            "environment": environment,
+            "labels": labels,
+            "name": f"{self.source.name}-traced-{next(_serial)}",
+            "network": self.network,
+            "init": True,
+            "stop_signal": "SIGTERM",
+            "user": str(config.get("User") or ""),
+            "working_dir": str(config.get("WorkingDir") or "") or None,
+            "cap_add": host.get("CapAdd"),
+            "cap_drop": host.get("CapDrop"),
+            "security_opt": host.get("SecurityOpt"),
+        }
+        binds = host.get("Binds")
+        if binds:
+            options["volumes"] = list(binds)
+        mounts = [m for m in (attrs.get("Mounts") or []) if m.get("Type") == "bind"]
+        if mounts and not binds:
+            options["volumes"] = [
+                f"{m['Source']}:{m['Destination']}:{'rw' if m.get('RW', True) else 'ro'}" for m in mounts
+            ]
+        clone = self.client.containers.create(image, **{k: v for k, v in options.items() if v is not None})
+        try:
+            for path in self.copy_paths:
+                bits, _ = self.source.get_archive(path)
+                parent = path.rstrip("/").rsplit("/", 1)[0] or "/"
+                clone.put_archive(parent, b"".join(bits))
+        except (APIError, NotFound):
+            _remove(clone)
+            raise
+        return clone
+
+    def _wait_ready(self, clone: Container, deadline: float) -> str:
+        """The clone's address once its port accepts a connection."""
+        ready_by = min(deadline, time.monotonic() + self.ready_timeout_s)
+        address = ""
+        while time.monotonic() < ready_by:
+            clone.reload()
+            if clone.status in ("exited", "dead"):
+                raise TraceError(f"{self.node}: the server exited under the tracer before it listened\n{_logs(clone)}")
+            networks = (clone.attrs.get("NetworkSettings") or {}).get("Networks") or {}
+            address = str((networks.get(self.network) or {}).get("IPAddress") or "")
+            if address:
+                try:
+                    socket.create_connection((address, self.port), timeout=0.5).close()
+                    return address
+                except OSError:
+                    pass
+            time.sleep(0.1)
+        raise TraceError(
+            f"{self.node}: the server did not accept connections on port {self.port} under the tracer "
+            f"within {self.ready_timeout_s:.0f}s\n{_logs(clone)}"
+        )
+
+    def _stop(self, clone: Container, timeout_s: float) -> None:
+        clone.stop(timeout=int(max(1.0, timeout_s)))
+        clone.reload()
+        state = clone.attrs.get("State") or {}
+        if state.get("OOMKilled") or state.get("ExitCode") == 137:
+            raise TraceError(
+                f"{self.node}: the traced server did not exit within {timeout_s:.0f}s of its stop signal "
+                f"(killed; its counts are lost)\n{_logs(clone)}"
+            )
+
+    def _parse(self, tool: str, files: Mapping[str, str], clone: Container) -> tuple[float, dict[str, float], int]:
+        try:
+            if tool == INSTRUCTIONS:
+                logs = {n: t for n, t in files.items() if n.endswith(".log")}
+                problems = valgrind_problems(logs)
+                if problems:
+                    raise TraceError(
+                        f"{self.node}: a process was not counted (its workers would be missing): "
+                        + "; ".join(problems[:3])
+                    )
+                outputs = {n: t for n, t in files.items() if "/cachegrind." in f"/{n}"}
+                if not outputs:
+                    raise TraceError(f"{self.node}: valgrind wrote no counts\n{_logs(clone)}")
+                return merge_cachegrind(outputs)
+            text = next((t for n, t in files.items() if n.endswith("strace.txt")), None)
+            if text is None:
+                raise TraceError(f"{self.node}: strace wrote no summary\n{_logs(clone)}")
+            total, by_call = strace_counts(text)
+            return total, by_call, 1
+        except TraceOutputError as exc:
+            raise TraceError(f"{self.node}: {exc}\n{_logs(clone)}") from exc
+
+
+def _tool_name(tool: str) -> str:
+    return "valgrind" if tool == INSTRUCTIONS else "strace"
+
+
+def _read_dir(container: Container, path: str) -> dict[str, str]:
+    """Text of every regular file under ``path`` in ``container`` (running or stopped)."""
+    try:
+        bits, _ = container.get_archive(path)
+    except NotFound:
+        return {}
+    data = b"".join(bits)
+    out: dict[str, str] = {}
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        for member in archive.getmembers():
+            handle = archive.extractfile(member) if member.isfile() else None
+            if handle is not None:
+                out[member.name] = handle.read().decode(errors="replace")
+    return out
+
+
+def _logs(container: Container) -> str:
+    try:
+        text = container.logs().decode(errors="replace")
+    except (APIError, NotFound):
+        return "(no log)"
+    extra = (
+        "".join(text for name, text in _read_dir(container, OUTPUT_DIR).items() if name.endswith(".log"))
+        if container.status != "running"
+        else ""
+    )
+    tail = (text + extra)[-LOG_TAIL_CHARS:]
+    return f"--- log tail of the traced server ---\n{tail}"
+
+
+def _remove(container: Container) -> None:
+    with contextlib.suppress(NotFound):
+        container.remove(force=True)
