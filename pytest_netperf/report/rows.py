@@ -220,6 +220,10 @@ def measurement_summary(m: Measurement) -> dict[str, Any]:
             "facts": dict(s.facts),
             "system_costs": costs_json(s.rounds),
             "l4": transport_json(s.rounds),
+            "traced": {
+                tool: {node: cost.to_dict() for node, cost in nodes.items()} for tool, nodes in s.traced.items()
+            },
+            "trace_error": s.trace_error,
         }
     return out
 

@@ -88,15 +88,15 @@ def marginal(node: str, pairs: Sequence[tuple[TraceCount, TraceCount]]) -> Margi
     if not pairs:
         raise ValueError("no traced runs to take a marginal cost from")
     per_request = []
-    per_name: dict[str, list[float]] = {}
+    names = {name for low, high in pairs for name in (*low.by_name, *high.by_name)}
+    per_name: dict[str, list[float]] = {name: [] for name in names}
     for low, high in pairs:
         extra = high.requests - low.requests
         if extra <= 0:
             raise ValueError(f"the second run must serve more requests ({low.requests} then {high.requests})")
         per_request.append((high.total - low.total) / extra)
-        for name in set(low.by_name) | set(high.by_name):
-            delta = (high.by_name.get(name, 0.0) - low.by_name.get(name, 0.0)) / extra
-            per_name.setdefault(name, []).append(delta)
+        for name in names:  # a name a repetition did not count changed by 0 in it
+            per_name[name].append((high.by_name.get(name, 0.0) - low.by_name.get(name, 0.0)) / extra)
     first_low, first_high = pairs[0]
     return MarginalCost(
         node=node,

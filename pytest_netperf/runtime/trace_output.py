@@ -53,20 +53,16 @@ def merge_cachegrind(files: Mapping[str, str]) -> tuple[float, dict[str, float],
 def strace_counts(text: str) -> tuple[float, dict[str, float]]:
     """(total calls, calls by system call) from a ``strace -c`` summary table."""
     by_call: dict[str, float] = {}
-    total = None
+    complete = False
     for line in text.splitlines():
         parts = line.split()
-        if len(parts) < 5 or not parts[3].isdigit():
-            continue
-        name = parts[-1]
-        calls = float(parts[3])
-        if name == "total":
-            total = calls
-        else:
-            by_call[name] = calls
-    if total is None:
+        if parts[-1:] == ["total"]:
+            complete = True  # its columns vary between strace versions: the rows are summed instead
+        elif len(parts) >= 5 and parts[3].isdigit():
+            by_call[parts[-1]] = float(parts[3])
+    if not complete:
         raise TraceOutputError("the strace summary has no total row (strace did not exit cleanly)")
-    return total, by_call
+    return sum(by_call.values()), by_call
 
 
 def valgrind_problems(logs: Mapping[str, str]) -> list[str]:

@@ -142,6 +142,7 @@ def test_paced_round_below_99_percent_of_the_rate_saturates() -> None:
 
 def test_window_edges_cut_at_most_one_paced_iteration_per_user() -> None:
     """CI saw 97.9% at 100/s over 1 s with 4 users on two workers: the window's edges, not a slow client."""
+
     def health(iterations: int):
         document = _document([_part("w1", [0.2] * 10, iterations=iterations)], rate=100.0)
         return build_round_result(document, _context(rate=100.0, users=4), "x").client

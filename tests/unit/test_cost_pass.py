@@ -1,0 +1,233 @@
+"""The cost pass's pure parts: tool output parsing, marginal costs, verdicts on repetitions,
+the grammar and registry entries, and the pass's orchestration of exact counts."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from netperf_rounds import make_round
+
+from pytest_netperf.budget import metrics
+from pytest_netperf.budget.grammar import BudgetSyntaxError, parse_budget
+from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.measure.cost_pass import (
+    CostPassPlan,
+    at_address,
+    cost_pass_notes,
+    exact_shape,
+    run_cost_pass,
+)
+from pytest_netperf.results.model import RoundResult
+from pytest_netperf.results.traced import MarginalCost, TraceCount, changed_most, marginal
+from pytest_netperf.runtime.trace_output import (
+    TraceOutputError,
+    cachegrind_counts,
+    merge_cachegrind,
+    strace_counts,
+    valgrind_problems,
+)
+from pytest_netperf.verdict.deterministic import evaluate_repetitions
+from pytest_netperf.verdict.status import Status
+
+CACHEGRIND = """desc: I1 cache: 32768 B, 64 B, 8-way associative
+cmd: nginx -e stderr -c /netperf/nginx.conf
+events: Ir
+fl=src/http/ngx_http_parse.c
+fn=ngx_http_parse_header_line
+120 40
+121 60
+fn=ngx_http_parse_request_line
+300 25
+fl=src/core/ngx_hash.c
+fn=ngx_hash_find
+10 7
+fl=???
+fn=???
+0 3
+summary: 135
+"""
+
+STRACE = """% time     seconds  usecs/call     calls    errors syscall
+------ ----------- ----------- --------- --------- ----------------
+ 40.12    0.001000           1      1007           epoll_wait
+ 30.00    0.000700           0      1003       501 recvfrom
+ 20.00    0.000500           0      1000           writev
+  0.50    0.000010          10         1           exit_group
+------ ----------- ----------- --------- --------- ----------------
+100.00    0.002210                  3011       501 total
+"""
+
+
+def test_cachegrind_file_gives_total_and_instructions_by_function() -> None:
+    total, functions = cachegrind_counts(CACHEGRIND)
+    assert total == 135
+    assert functions == {
+        "ngx_http_parse_header_line": 100,
+        "ngx_http_parse_request_line": 25,
+        "ngx_hash_find": 7,
+        "???": 3,
+    }
+
+
+def test_cachegrind_files_of_master_and_workers_are_summed() -> None:
+    idle = "events: Ir\nsummary: 0\n"
+    total, functions, processes = merge_cachegrind({"cachegrind.7": CACHEGRIND, "cachegrind.9": CACHEGRIND, "x": idle})
+    assert (total, functions["ngx_hash_find"], processes) == (270, 14, 2)
+
+
+def test_cachegrind_file_without_summary_is_an_error_naming_it() -> None:
+    with pytest.raises(TraceOutputError, match=r"cachegrind\.9: .*no summary"):
+        merge_cachegrind({"cachegrind.9": "events: Ir\nfn=main\n1 2\n"})
+
+
+def test_strace_summary_gives_calls_by_system_call() -> None:
+    total, calls = strace_counts(STRACE)
+    assert total == 3011
+    assert calls == {"epoll_wait": 1007, "recvfrom": 1003, "writev": 1000, "exit_group": 1}
+    with pytest.raises(TraceOutputError, match="no total row"):
+        strace_counts(STRACE.rsplit("\n", 2)[0])
+
+
+def test_a_worker_valgrind_could_not_write_for_is_reported() -> None:
+    log = "==9== error: can't open cache simulation output file '/tmp/netperf-cost/cachegrind.9'\n"
+    assert valgrind_problems({"valgrind.9.log": log, "valgrind.7.log": "==7== I refs: 8\n"}) == [
+        "valgrind.9.log: ==9== error: can't open cache simulation output file '/tmp/netperf-cost/cachegrind.9'"
+    ]
+
+
+def _count(requests: int, per_request: float, start: float = 8_000_000.0, **by_name: float) -> TraceCount:
+    names = {name: value * requests for name, value in by_name.items()}
+    return TraceCount("instructions", requests, start + per_request * requests, names)
+
+
+def test_marginal_cost_cancels_start_up_and_keeps_each_repetition() -> None:
+    pairs = [
+        (_count(200, 18_000.0, parse=300.0), _count(1000, 18_000.0, parse=300.0)),
+        (_count(200, 18_000.0, start=8_100_000.0), _count(1000, 18_010.0, start=8_100_000.0)),
+    ]
+    cost = marginal("gw", pairs)
+    assert cost.per_request[0] == pytest.approx(18_000.0)
+    assert cost.per_request[1] == pytest.approx((18_010.0 * 1000 - 18_000.0 * 200) / 800)
+    assert cost.requests == (200, 1000) and cost.tool == "instructions"
+    assert cost.by_name["parse"] == pytest.approx(150.0)  # median of 300 and 0
+    assert 0 < cost.spread < 0.003
+    with pytest.raises(ValueError, match="more requests"):
+        marginal("gw", [(_count(1000, 1.0), _count(200, 1.0))])
+    assert MarginalCost.from_dict(cost.to_dict()) == cost
+
+
+def test_changed_most_ranks_by_size_and_drops_small_changes() -> None:
+    head = {"ngx_regex_exec_array": 790.0, "ngx_hash_find": 100.0, "memcpy": 50.2}
+    base = {"ngx_hash_find": 100.5, "memcpy": 50.0, "gone": 40.0}
+    assert changed_most(head, base, limit=3, floor=1.0) == [("ngx_regex_exec_array", 790.0), ("gone", -40.0)]
+
+
+@pytest.mark.parametrize(
+    ("candidate", "reference", "status"),
+    [
+        ([18_360.0, 18_362.0, 18_358.0], [18_359.0, 18_361.0, 18_360.0], Status.PASS),
+        ([18_727.0, 18_730.0, 18_725.0], [18_359.0, 18_361.0, 18_360.0], Status.FAIL),  # +2%
+        ([18_540.0, 18_562.0, 18_300.0], [18_359.0, 18_361.0, 18_360.0], Status.INCONCLUSIVE),
+    ],
+)
+def test_ratio_verdict_is_the_range_of_every_pair_of_repetitions(
+    candidate: list[float], reference: list[float], status: Status
+) -> None:
+    verdict = evaluate_repetitions(parse_budget("instructions_per_request[gw] <= 1.01x base"), candidate, reference)
+    assert verdict.status is status
+    assert verdict.ci_low == pytest.approx(min(candidate) / max(reference))
+    assert verdict.ci_high == pytest.approx(max(candidate) / min(reference))
+    assert verdict.exact and verdict.method == "deterministic" and verdict.n_rounds == 3
+
+
+def test_identical_system_call_counts_meet_a_budget_of_no_change() -> None:
+    budget = parse_budget("syscalls_per_request[gw] <= 1.0x base")
+    assert evaluate_repetitions(budget, [7.0, 7.0, 7.0], [7.0, 7.0, 7.0]).status is Status.PASS
+    assert evaluate_repetitions(budget, [8.0, 8.0, 8.0], [7.0, 7.0, 7.0]).status is Status.FAIL
+
+
+def test_absolute_verdicts_in_both_directions() -> None:
+    assert evaluate_repetitions(parse_budget("instructions_per_request[gw] <= 25k"), [20e3, 20.1e3]).passed
+    below = evaluate_repetitions(parse_budget("syscalls_per_request[gw] >= 8"), [7.0, 7.0])
+    assert below.status is Status.FAIL and below.estimate == 7.0
+
+
+def test_grammar_and_registry_know_the_deterministic_metrics() -> None:
+    budget = parse_budget("instructions_per_request[edge,app] <= 1.01x base")
+    assert (budget.comparison, budget.form, budget.threshold) == ("baseline", "ratio", 1.01)
+    assert parse_budget("instructions_per_request[edge] <= 25k").threshold == 25_000
+    metric = metrics.get("syscalls_per_request[edge]")
+    assert metric.deterministic and metric.unit == "syscalls/request"
+    assert metrics.tool_of("instructions_per_request[*]") == "instructions"
+    assert not metrics.get("cpu_per_request[edge]").deterministic
+    with pytest.raises(BudgetSyntaxError, match="needs what it is relative to"):
+        parse_budget("instructions_per_request[edge] <= 1.01x")
+
+
+def test_traced_values_sum_the_scoped_nodes_per_repetition() -> None:
+    costs = {
+        "edge": MarginalCost("edge", "instructions", (100.0, 101.0)),
+        "app": MarginalCost("app", "instructions", (10.0, 12.0)),
+    }
+    assert metrics.traced_values("instructions_per_request[*]", costs) == [110.0, 113.0]
+    assert metrics.traced_values("instructions_per_request[edge]", costs) == [100.0, 101.0]
+    with pytest.raises(metrics.MetricUnavailable, match="traced: edge, app"):
+        metrics.traced_values("instructions_per_request[db]", costs)
+    with pytest.raises(metrics.MetricUnavailable, match="counted by a cost pass"):
+        metrics.get("instructions_per_request[edge]").value(None)  # type: ignore[arg-type]
+
+
+def test_exact_shape_keeps_the_request_and_sends_it_alone() -> None:
+    shape = LoadShape(
+        connections=64, rate=1000.0, headers=(("Host", "api.example.com"),), body_size=10, extra={"max_lag": "1ms"}
+    )
+    exact = exact_shape(shape, 1000, 300.0)
+    assert (exact.connections, exact.rate, exact.warmup_s, exact.duration_s) == (1, None, 0.0, 300.0)
+    assert exact.headers == shape.headers and exact.body_size == 10
+    assert exact.extra == {"requests": 1000}
+    assert (
+        at_address("http://172.18.0.3:80/api/orders?size=16", "172.18.0.9:80")
+        == "http://172.18.0.9:80/api/orders?size=16"
+    )
+
+
+class _LinearServer:
+    """A tracer whose counts are known: 5,000 to start, 20 instructions and 3 calls per request."""
+
+    node = "gw"
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, int]] = []
+
+    def count(self, tool: str, load: Callable[[str], int], requests: int, time_limit_s: float) -> TraceCount:
+        self.calls.append((tool, requests))
+        served = load("10.0.0.9:8000")
+        per = 20.0 if tool == "instructions" else 3.0
+        return TraceCount(tool, requests, 5_000 + per * served, {"f": per * served})
+
+
+def test_cost_pass_counts_low_and_high_per_repetition_and_tool() -> None:
+    server = _LinearServer()
+    sent: list[tuple[str, LoadShape]] = []
+
+    def run(url: str, shape: LoadShape) -> RoundResult:
+        sent.append((url, shape))
+        requests = int(shape.extra["requests"])
+        return make_round(rps=requests / 5, url=url)
+
+    plan = CostPassPlan(low=200, high=1000, repetitions=2, time_limit_s=60.0)
+    costs = run_cost_pass(server, ["instructions", "syscalls"], run, "http://172.18.0.3:8000/x", LoadShape(), plan)
+    assert costs["instructions"].per_request == (20.0, 20.0)
+    assert costs["syscalls"].by_name == {"f": 3.0}
+    assert server.calls == [("instructions", 200), ("instructions", 1000), ("syscalls", 200), ("syscalls", 1000)] * 2
+    assert {url for url, _ in sent} == {"http://10.0.0.9:8000/x"}
+    notes = cost_pass_notes(parse_budget("syscalls_per_request[gw] <= 1.0x base"), costs_by_tool(costs), None, "base")
+    assert notes == [
+        "cost pass of gw (candidate): syscalls under strace, 2 x (1000 - 200) requests, 0.0s; "
+        "3.0 per request, spread 0.00%"
+    ]
+
+
+def costs_by_tool(costs: dict[str, MarginalCost]) -> dict[str, dict[str, MarginalCost]]:
+    return {tool: {cost.node: cost} for tool, cost in costs.items()}
