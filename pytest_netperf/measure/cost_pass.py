@@ -30,6 +30,10 @@ class Tracer(Protocol):
         """The node that is traced: the one the target's URL enters."""
         ...
 
+    def prepare(self) -> None:
+        """Before any load: make sure the node can be traced (its cost image), else raise."""
+        ...
+
     def count(self, tool: str, load: Callable[[str], int], requests: int, time_limit_s: float) -> TraceCount:
         """One traced run: ``load("host:port")`` sends ``requests`` requests to the clone."""
         ...
@@ -102,8 +106,9 @@ def cost_pass_problem(url: str, tracer: Optional[Tracer], driver: str) -> str:
     return ""
 
 
-#: Smallest per-request change worth naming, by tool.
+#: Smallest per-request change worth naming, by tool, and as a share of the whole cost.
 _NAMED_FLOOR = {INSTRUCTIONS: 1.0, SYSCALLS: 0.05}
+NAMED_SHARE = 0.002
 
 
 def _format_change(tool: str, delta: float) -> str:
@@ -133,13 +138,13 @@ def cost_pass_notes(
             before = other.get(tool, {}).get(node)
             if before is None:
                 continue
-            changes = changed_most(cost.by_name, before.by_name, floor=_NAMED_FLOOR[tool])
+            # a change smaller than the repetitions' own resolution is not named
+            floor = max(_NAMED_FLOOR[tool], NAMED_SHARE * before.median)
+            changes = changed_most(cost.by_name, before.by_name, floor=floor)
             what = "functions" if tool == INSTRUCTIONS else "system calls"
             if changes:
                 listed = ", ".join(f"{name} {_format_change(tool, delta)}" for name, delta in changes)
                 notes.append(f"{node}: {what} whose {tool} per request changed most vs {other_label}: {listed}")
             else:
-                notes.append(
-                    f"{node}: no {what} changed by {_NAMED_FLOOR[tool]:g} or more per request vs {other_label}"
-                )
+                notes.append(f"{node}: no {what} changed by {floor:.3g} or more per request vs {other_label}")
     return notes

@@ -507,11 +507,25 @@ class Gate:
         )
 
     def _check_costs(self, m: Measurement) -> None:
-        """Before any load: every budget on the system under test can be read from the series it judges."""
+        """Before any load: every budget on the system under test can be read from the series it
+        judges, and every series a cost pass will trace has its cost image."""
         for budget in self._system_budgets:
             other = {"reference": m.reference, "baseline": m.base}.get(budget.comparison)
             judged = [m.candidate] + ([other] if other is not None else [])
             check_probes(self.test_id, [budget], [(s.label, s.url, s.costs) for s in judged])
+        for series in self._traced_series(m).values():
+            if series.tracer is not None and not cost_pass_problem(series.url, series.tracer, series.driver):
+                series.tracer.prepare()
+
+    def _traced_series(self, m: Measurement) -> dict[str, Series]:
+        """label -> series a deterministic budget of ``m`` judges."""
+        out: dict[str, Series] = {}
+        for b in self._applicable(m):
+            if b in self._traced_budgets:
+                other = {"reference": m.reference, "baseline": m.base}.get(b.comparison)
+                for series in [m.candidate] + ([other] if other is not None else []):
+                    out[series.label] = series
+        return out
 
     def _run_cost_passes(self, m: Measurement) -> None:
         """Count instructions and system calls per request of each series a deterministic

@@ -68,6 +68,16 @@ class NodeTracer:
         self.copy_paths = tuple(copy_paths)
         self.ready_timeout_s = ready_timeout_s
 
+    def prepare(self) -> None:
+        """Build the node's cost image now (before any load): ImageBuildError naming the node,
+        the image and the ways out when valgrind and strace cannot be added."""
+        self._image()
+
+    def _image(self) -> str:
+        attrs = self.source.attrs
+        image = str(attrs.get("Image") or (attrs.get("Config") or {}).get("Image"))
+        return cost_image(self.client, image, f"node {self.node!r} (image {(attrs.get('Config') or {}).get('Image')})")
+
     def count(self, tool: str, load: Callable[[str], int], requests: int, time_limit_s: float) -> TraceCount:
         """Start a clone under ``tool``, call ``load(host:port)`` (it sends ``requests``
         requests and returns how many were answered), stop it, return the counts."""
@@ -96,7 +106,7 @@ class NodeTracer:
         attrs = self.source.attrs
         config = attrs.get("Config") or {}
         host = attrs.get("HostConfig") or {}
-        image = cost_image(self.client, str(attrs.get("Image") or config.get("Image")), f"node {self.node!r}")
+        image = self._image()
         entrypoint = list(config.get("Entrypoint") or [])
         command = list(config.get("Cmd") or [])
         stop_signal = str(config.get("StopSignal") or "TERM").upper().removeprefix("SIG")

@@ -3,16 +3,20 @@
 A cost pass repeats each count a few times; the counts barely move, so there is no
 sampling distribution to test against. The range of the repetitions bounds the value (or
 the ratio of every candidate repetition to every reference repetition): PASS when the
-whole range meets the budget, FAIL when none of it does, INCONCLUSIVE when the budget lies
-inside the range (the tolerance is the measured spread, not a model).
+whole range meets the budget, FAIL when none of it does. When the budget lies inside the
+range, the range is the count's resolution: narrower than
+:data:`~pytest_netperf.defaults.DETERMINISTIC_RESOLUTION` the value is within resolution of
+the budget (PASS), wider the count is not deterministic enough to decide (INCONCLUSIVE).
 """
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from typing import Optional
 
+from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.verdict.stats import Verdict
 from pytest_netperf.verdict.status import Status
@@ -36,7 +40,10 @@ def spread(values: Sequence[float]) -> float:
 
 
 def evaluate_repetitions(
-    budget: Budget, candidate: Sequence[float], reference: Optional[Sequence[float]] = None
+    budget: Budget,
+    candidate: Sequence[float],
+    reference: Optional[Sequence[float]] = None,
+    max_spread: float = defaults.DETERMINISTIC_RESOLUTION,
 ) -> Verdict:
     """Judge ``budget`` on the repetitions of a cost pass (``reference`` for a ratio budget)."""
     if not candidate or (budget.form == "ratio" and not reference):
@@ -55,15 +62,22 @@ def evaluate_repetitions(
         estimate = statistics.median(candidate)
         low, high = min(candidate), max(candidate)
         described = f"{len(candidate)} repetitions; spread {spread(candidate):.2%}; the interval is their range"
+    width = (high - low) / abs(estimate) if estimate else math.inf
+    note = f"deterministic count: {described}"
     if all(_holds(v, budget.op, budget.threshold) for v in (low, high)):
         status = Status.PASS
     elif not any(_holds(v, budget.op, budget.threshold) for v in (low, high)):
         status = Status.FAIL
+    elif width <= max_spread:
+        # the budget lies within the counts' own resolution of the value: no material change
+        status = Status.PASS
+        note += f"; the budget lies inside that range, narrower than {max_spread:.0%}: within the count's resolution"
     else:
         status = Status.INCONCLUSIVE
-    note = f"deterministic count: {described}"
-    if status is Status.INCONCLUSIVE:
-        note += "; the budget lies inside that range (use a budget clear of the spread)"
+        note += (
+            f"; the budget lies inside that range, which is wider than {max_spread:.0%}: "
+            "the count is not deterministic enough here to decide"
+        )
     return Verdict(
         budget=budget,
         status=status,
