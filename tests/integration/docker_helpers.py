@@ -119,3 +119,40 @@ def git(repo: Path, *args: str) -> str:
         check=True,
     )
     return done.stdout
+
+
+#: The example team stack (an nginx edge in front of the echo app), copied into test repositories.
+TEAM_GATEWAY = Path(__file__).resolve().parents[2] / "examples" / "team_gateway"
+#: The pytest.ini of such a repository: the official nginx image mapped to the offline build.
+TEAM_INI = """
+[pytest]
+netperf_images =
+    nginx:1.27=pytest-netperf/nginx:local
+"""
+
+
+def team_repo(path: Path, gate: str) -> Path:
+    """A git repository at ``path`` whose ``main`` holds the team_gateway stack and ``gate`` as
+    test_gate.py; returns the edge's nginx config (change it as a pull request would)."""
+    import shutil
+
+    shutil.copytree(TEAM_GATEWAY, path / "team_gateway", ignore=shutil.ignore_patterns("test_*.py"))
+    (path / "pytest.ini").write_text(TEAM_INI)
+    (path / "test_gate.py").write_text(gate)
+    (path / ".gitignore").write_text(".netperf/\nresults.json\n__pycache__/\n")
+    git(path, "init", "-q", "-b", "main")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "base")
+    return path / "team_gateway" / "nginx" / "edge.conf"
+
+
+def skip_without_cost_image(image: str) -> None:
+    """Skip (with the reason) unless the cost variant of ``image`` (valgrind, strace) exists or can be built."""
+    from pytest_netperf.engine.client import docker_client
+    from pytest_netperf.images.cost_image import cost_image
+    from pytest_netperf.images.rootfs import ImageBuildError
+
+    try:
+        cost_image(docker_client(), image, "integration test")
+    except (ImageBuildError, NetperfError) as exc:
+        pytest.skip(f"no cost image of {image}: {exc}")

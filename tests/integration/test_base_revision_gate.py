@@ -9,15 +9,14 @@ Real containers through Compose; each run is 3 to 10 rounds of 1 s per side.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 from docker_helpers import git, skip_without_compose_stack_parts
+from docker_helpers import team_repo as team_repo_at
 
 pytestmark = pytest.mark.docker
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "team_gateway"
 GATE = """
 import pytest
 
@@ -26,11 +25,6 @@ import pytest
 def test_edge_against_base(netperf, netperf_compose):
     stack = netperf_compose("team_gateway/docker-compose.yml")
     netperf.measure(stack.endpoint("edge", path="/api/orders", host="api.example.com"), connections=32)
-"""
-INI = """
-[pytest]
-netperf_images =
-    nginx:1.27=pytest-netperf/nginx:local
 """
 RUN = [
     "-m",
@@ -53,14 +47,7 @@ def needs_docker_compose_and_images() -> None:
 
 def team_repo(pytester: pytest.Pytester) -> Path:
     """The base on ``main``: the example's Compose file and nginx config plus the gate; returns the config."""
-    shutil.copytree(EXAMPLE, pytester.path / "team_gateway", ignore=shutil.ignore_patterns("test_*.py"))
-    (pytester.path / "pytest.ini").write_text(INI)
-    (pytester.path / "test_gate.py").write_text(GATE)
-    (pytester.path / ".gitignore").write_text(".netperf/\nresults.json\n__pycache__/\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "commit", "-q", "-m", "base")
-    return pytester.path / "team_gateway" / "nginx" / "edge.conf"
+    return team_repo_at(pytester.path, GATE)
 
 
 def rows(pytester: pytest.Pytester) -> dict[str, dict]:

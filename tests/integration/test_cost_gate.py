@@ -1,0 +1,122 @@
+"""Deterministic cost gates end to end, on the team_gateway stack under ``--netperf-base main``.
+
+The edge nginx runs in traced clones (valgrind for instructions, strace for system calls)
+at head and at the base revision. A comment in its config changes nothing; two regex
+``location`` blocks before ``/api/`` make every request run PCRE (FAIL, naming the PCRE
+function); dropping the upstream keep-alive pool adds a connect and a close per request
+(FAIL, naming them). Real containers through Compose; about 40 s per run.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from docker_helpers import skip_without_compose_stack_parts, skip_without_cost_image, team_repo
+
+pytestmark = pytest.mark.docker
+
+GATE = """
+import pytest
+
+
+@pytest.mark.netperf(
+    "instructions_per_request[edge] <= 1.01x base", "syscalls_per_request[edge] <= 1.0x base", "errors == 0"
+)
+def test_edge_cost(netperf, netperf_compose):
+    stack = netperf_compose("team_gateway/docker-compose.yml")
+    netperf.measure(stack.endpoint("edge", path="/api/orders", host="api.example.com"), connections=8, rate=500)
+"""
+RUN = [
+    "-m",
+    "netperf",
+    "--netperf-base=main",
+    "--netperf-rounds=3",
+    "--netperf-max-rounds=3",
+    "--netperf-duration=0.5",
+    "--netperf-warmup=0.3",
+    "--netperf-json=results.json",
+    "-p",
+    "no:cacheprovider",
+]
+INSTRUCTIONS = "instructions_per_request[edge] <= 1.01x base"
+SYSCALLS = "syscalls_per_request[edge] <= 1.0x base"
+REGEX_LOCATIONS = """    location ~* \\.(png|jpg|gif|css|js)$ {
+        return 404;
+    }
+
+    location ~ ^/internal/(admin|debug) {
+        return 403;
+    }
+
+    location /api/ {"""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def needs_compose_and_a_traceable_nginx() -> None:
+    skip_without_compose_stack_parts()
+    skip_without_cost_image("pytest-netperf/nginx:local")
+
+
+def rows(pytester: pytest.Pytester) -> dict[str, dict]:
+    results = json.loads((pytester.path / "results.json").read_text())
+    return {row["budget"]: row for row in results["rows"]}
+
+
+def notes(row: dict) -> str:
+    return " ".join(row["notes"])
+
+
+def test_comment_passes_regex_locations_and_dropped_keepalive_fail_naming_the_cost(pytester: pytest.Pytester) -> None:
+    config = team_repo(pytester.path, GATE)
+    original = config.read_text()
+
+    config.write_text(original + "\n# tuned by the pull request: nothing but this comment\n")
+    commented = pytester.runpytest_subprocess(*RUN)
+    assert commented.ret == 0, commented.stdout.str()[-4000:]
+    found = rows(pytester)
+    for budget in (INSTRUCTIONS, SYSCALLS):
+        assert (found[budget]["verdict"], found[budget]["reference"]) == ("PASS", "base"), found[budget]
+        assert "deterministic count: 3 repetitions each side" in notes(found[budget])
+    assert 0.99 < found[INSTRUCTIONS]["raw"]["estimate"] < 1.01
+    document = json.loads((pytester.path / "results.json").read_text())
+    (measurement,) = document["results"]["test_gate.py::test_edge_cost"]
+    traced = measurement["series"]["candidate"]["traced"]["instructions"]["edge"]
+    assert traced["requests"] == [200, 1000] and len(traced["per_request"]) == 3
+    assert 10_000 < traced["per_request"][0] < 100_000, traced  # nginx proxies a request in ~25k instructions
+
+    assert "    location /api/ {" in original
+    config.write_text(original.replace("    location /api/ {", REGEX_LOCATIONS))
+    regex = pytester.runpytest_subprocess(*RUN)
+    assert regex.ret == 1, regex.stdout.str()[-4000:]
+    found = rows(pytester)
+    assert found[INSTRUCTIONS]["verdict"] == "FAIL", found[INSTRUCTIONS]
+    assert "pcre2_match" in notes(found[INSTRUCTIONS]) or "ngx_regex" in notes(found[INSTRUCTIONS])
+    assert found[SYSCALLS]["verdict"] == "PASS", found[SYSCALLS]
+
+    assert "keepalive 32;" in original
+    config.write_text(original.replace("keepalive 32;", "# upstream keep-alive pool dropped"))
+    dropped = pytester.runpytest_subprocess(*RUN)
+    assert dropped.ret == 1, dropped.stdout.str()[-4000:]
+    found = rows(pytester)
+    assert found[SYSCALLS]["verdict"] == "FAIL", found[SYSCALLS]
+    assert found[SYSCALLS]["raw"]["estimate"] > 1.5  # 8 calls per request became 14
+    assert "connect +1.00" in notes(found[SYSCALLS]) and "close +1.00" in notes(found[SYSCALLS])
+    dropped.stdout.fnmatch_lines(["*FAIL: 'syscalls_per_request[[]edge[]] <= 1.0x base'*"])
+
+
+def test_a_plain_url_cannot_be_traced_and_says_why(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_plain="""
+        import pytest
+
+        @pytest.mark.netperf("instructions_per_request[edge] <= 30k")
+        def test_plain(netperf, netperf_topology):
+            from pytest_netperf.topology import builders
+            echo = netperf_topology(builders.echo_topology()).endpoint("direct")
+            netperf.measure(echo.url, rate=200)
+        """
+    )
+    result = pytester.runpytest_subprocess("--netperf-rounds=2", "--netperf-max-rounds=2", "--netperf-duration=0.3")
+    assert result.ret == 1, result.stdout.str()
+    result.stdout.fnmatch_lines(["*INVALID*instructions_per_request*", "*cannot be traced*plain URL*"])
