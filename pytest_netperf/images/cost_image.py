@@ -24,9 +24,8 @@ TRACE_WRAPPER = "/usr/local/bin/netperf-trace"
 COST_REPOSITORY = "pytest-netperf/cost"
 
 #: ``netperf-trace TOOL OUTDIR -- COMMAND...``: COMMAND under valgrind (``instructions``) or
-#: strace (``syscalls``), its counts written to OUTDIR. TERM or INT to the wrapper sends
-#: $NETPERF_STOP_SIGNAL (default TERM) to the server: valgrind runs inside the server's own
-#: process, strace is the server's parent.
+#: strace (``syscalls``), its counts written to OUTDIR. TERM or INT to the wrapper sends TERM
+#: to every process of the server (valgrind runs inside each of them; strace is their parent).
 WRAPPER_SCRIPT = r"""#!/bin/sh
 tool=$1; out=$2; shift 3
 mkdir -p "$out" && chmod 1777 "$out" || exit 70
@@ -41,13 +40,22 @@ case "$tool" in
   *) echo "netperf-trace: unknown tool $tool" >&2; exit 64 ;;
 esac
 traced=$!
+descendants() {
+  local child
+  for child in $(cat /proc/$1/task/*/children 2>/dev/null); do
+    echo "$child"
+    descendants "$child"
+  done
+}
 stop() {
+  # every server process at once (nginx workers, a HAProxy master's worker): each writes its
+  # own counts as it exits; strace itself is left to write its summary when they are gone
   if [ "$target" = child ]; then
-    pids=$(cat /proc/$traced/task/*/children 2>/dev/null)
+    pids=$(descendants $traced)
   else
-    pids=$traced
+    pids="$traced $(descendants $traced)"
   fi
-  kill -"${NETPERF_STOP_SIGNAL:-TERM}" $pids 2>/dev/null
+  kill -TERM $pids 2>/dev/null
 }
 trap stop TERM INT
 wait $traced

@@ -4,8 +4,10 @@ A clone runs the node's own image (its cost variant, see images/cost_image.py), 
 environment, user, mounts and config files on the node's network, without the node's
 aliases, so upstream names resolve to the real upstreams and nothing routes to the clone
 but the cost pass's own requests. Each traced run starts a fresh clone, waits until its
-port accepts a connection, lets the caller send an exact number of requests, stops the
-server with its own stop signal and reads the tool's counts; the clone is always removed.
+port accepts a connection and its processes are idle (start-up finished), lets the caller
+send an exact number of requests, stops every server process with TERM (a fast shutdown;
+what it costs cancels between the two counts, and a graceful stop such as HAProxy's SIGUSR1
+can wait on idle connections) and reads the tool's counts; the clone is always removed.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pytest_netperf.engine import labels as L
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.images.cost_image import TRACE_WRAPPER, cost_image
 from pytest_netperf.results.traced import INSTRUCTIONS, SYSCALLS, TraceCount
+from pytest_netperf.runtime.cgroups import CgroupError, counters_from_docker_stats, locate, read_counters
 from pytest_netperf.runtime.trace_output import (
     TraceOutputError,
     merge_cachegrind,
@@ -36,6 +39,13 @@ from pytest_netperf.runtime.trace_output import (
 
 #: Where a clone's tool writes its counts.
 OUTPUT_DIR = "/tmp/netperf-cost"
+#: Seconds a traced server may take to exit after TERM (valgrind writes its counts on exit).
+STOP_TIMEOUT_S = 60.0
+#: The server is idle once its CPU use stays below this share of a core for IDLE_SAMPLES
+#: intervals in a row.
+IDLE_CPU_SHARE = 0.02
+IDLE_INTERVAL_S = 0.25
+IDLE_SAMPLES = 2
 #: Label marking a clone (its value: the tool).
 TRACED_LABEL = f"{L.PREFIX}.traced"
 LOG_TAIL_CHARS = 3000
@@ -88,13 +98,14 @@ class NodeTracer:
         try:
             clone.start()
             address = self._wait_ready(clone, started + time_limit_s)
+            self._wait_idle(clone, started + time_limit_s)
             answered = load(f"{address}:{self.port}")
             if answered != requests:
                 raise TraceError(
                     f"{self.node}: {answered} of {requests} requests answered under {_tool_name(tool)}; "
                     "a count over fewer requests than sent would be too small"
                 )
-            self._stop(clone, max(5.0, started + time_limit_s - time.monotonic()))
+            self._stop(clone, min(STOP_TIMEOUT_S, max(5.0, started + time_limit_s - time.monotonic())))
             files = _read_dir(clone, OUTPUT_DIR)
             total, by_name, processes = self._parse(tool, files, clone)
             return TraceCount(tool, requests, total, by_name, time.monotonic() - started, processes)
@@ -109,11 +120,9 @@ class NodeTracer:
         image = self._image()
         entrypoint = list(config.get("Entrypoint") or [])
         command = list(config.get("Cmd") or [])
-        stop_signal = str(config.get("StopSignal") or "TERM").upper().removeprefix("SIG")
         labels = {k: v for k, v in (config.get("Labels") or {}).items() if k.startswith(L.PREFIX)}
         labels[TRACED_LABEL] = tool
-        environment = [e for e in (config.get("Env") or []) if not e.startswith("NETPERF_STOP_SIGNAL=")]
-        environment.append(f"NETPERF_STOP_SIGNAL={stop_signal}")
+        environment = list(config.get("Env") or [])
         options: dict[str, Any] = {
             "entrypoint": [TRACE_WRAPPER],
             "command": [tool, OUTPUT_DIR, "--", *entrypoint, *command],
@@ -170,6 +179,21 @@ class NodeTracer:
             f"within {self.ready_timeout_s:.0f}s\n{_logs(clone)}"
         )
 
+    def _wait_idle(self, clone: Container, deadline: float) -> None:
+        """Until the clone's processes stop using CPU: a server can listen before it finished
+        starting (HAProxy's master re-executes itself after forking its worker), and start-up
+        only cancels between the two counts when both runs finished it before their load."""
+        read = _cpu_reader(clone)
+        last = read()
+        quiet = 0
+        while quiet < IDLE_SAMPLES:
+            if time.monotonic() > deadline:
+                raise TraceError(f"{self.node}: the traced server kept using CPU until the time limit before any load")
+            time.sleep(IDLE_INTERVAL_S)
+            now = read()
+            quiet = quiet + 1 if now - last < IDLE_CPU_SHARE * IDLE_INTERVAL_S * 1e9 else 0
+            last = now
+
     def _stop(self, clone: Container, timeout_s: float) -> None:
         clone.stop(timeout=int(max(1.0, timeout_s)))
         clone.reload()
@@ -201,6 +225,20 @@ class NodeTracer:
             return total, by_call, 1
         except TraceOutputError as exc:
             raise TraceError(f"{self.node}: {exc}\n{_logs(clone)}") from exc
+
+
+def _cpu_reader(container: Container) -> Callable[[], int]:
+    """Reads the container's CPU time (ns): its cgroup, else Docker's stats where this process
+    cannot see the container's processes."""
+    container.reload()
+    pid = int((container.attrs.get("State") or {}).get("Pid") or 0)
+    try:
+        files = locate(pid)
+        read_counters(files)
+        return lambda: read_counters(files).cpu_ns
+    except CgroupError:
+        identity = str(container.id)
+        return lambda: counters_from_docker_stats(container.stats(stream=False), identity, container.name).cpu_ns
 
 
 def _tool_name(tool: str) -> str:

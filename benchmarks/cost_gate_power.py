@@ -1,0 +1,258 @@
+"""The deterministic cost gate's own figures on real proxies: false FAILs on A/A, detection of
+small injected config changes, and seconds to a verdict.
+
+For each proxy (nginx, HAProxy, Envoy; the local images) three topologies of the proxy node
+``edge`` in front of the echo app are stood up once: ``a`` and ``a2`` with the same config,
+and ``b`` with one small change injected. Every gate runs fresh cost passes (the gate's own
+code: measure/cost_pass.py on runtime/traced_clone.py, 3 repetitions of 200 and 1000
+requests by default) on two of them and judges the budget on the repetitions
+(verdict/deterministic.py), as ``instructions_per_request[edge] <= 1.005x base`` would:
+
+==========  ===============================================  =======================================
+proxy       injected change (b)                              budget
+==========  ===============================================  =======================================
+nginx       one ``add_header`` in the proxied location       instructions_per_request <= --budget
+haproxy     ``http-request set-header`` from the Host header  instructions_per_request <= --budget
+envoy       ``request_headers_to_add`` on the route           instructions_per_request <= --budget
+nginx-ka    upstream ``keepalive`` pool removed               syscalls_per_request <= 1.0x
+==========  ===============================================  =======================================
+
+A/A gates compare ``a2`` with ``a``; detection gates compare ``b`` with ``a``. Printed per proxy:
+false FAILs, catches, INCONCLUSIVEs, the measured change, the repetitions' spread and the
+median seconds to a verdict (both sides' cost passes).
+
+Usage: python benchmarks/cost_gate_power.py [--gates 20] [--proxies nginx,haproxy:10,envoy:5,nginx-ka]
+       [--budget 1.005] [--repetitions 3] [--low 200] [--high 1000]
+Needs Docker, the local images (`netperf images build`) and Debian's apt for the cost images.
+Everything started is removed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import statistics
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_netperf.budget.grammar import parse_budget
+from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.drivers.rust import RustDriver
+from pytest_netperf.measure.cost_pass import CostPassPlan, run_cost_pass
+from pytest_netperf.results.traced import MarginalCost
+from pytest_netperf.runtime.cleanup import clean_session
+from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology
+from pytest_netperf.topology.model import Node, Target, Topology
+from pytest_netperf.verdict.deterministic import evaluate_repetitions
+from pytest_netperf.verdict.status import Status
+
+NGINX = """worker_processes 1;
+pid /tmp/nginx.pid;
+error_log stderr warn;
+events { worker_connections 1024; }
+http {
+    access_log off;
+    client_body_temp_path /tmp/nginx-body;
+    proxy_temp_path /tmp/nginx-proxy;
+    fastcgi_temp_path /tmp/nginx-fastcgi;
+    uwsgi_temp_path /tmp/nginx-uwsgi;
+    scgi_temp_path /tmp/nginx-scgi;
+    upstream app { server app:8080; KEEPALIVE }
+    server {
+        listen 80;
+        location / {
+            proxy_pass http://app;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            INJECT
+        }
+    }
+}
+"""
+HAPROXY = """global
+    maxconn 1024
+defaults
+    mode http
+    timeout connect 2s
+    timeout client 30s
+    timeout server 30s
+frontend fe
+    bind :80
+    INJECT
+    default_backend be
+backend be
+    http-reuse always
+    server app app:8080
+"""
+ENVOY = """static_resources:
+  listeners:
+  - name: edge
+    address: {socket_address: {address: 0.0.0.0, port_value: 80}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.http_connection_manager
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+          stat_prefix: edge
+          route_config:
+            virtual_hosts:
+            - name: all
+              domains: ["*"]
+              routes:
+              - match: {prefix: "/"}
+                route: {cluster: app}
+INJECT
+          http_filters:
+          - name: envoy.filters.http.router
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+  clusters:
+  - name: app
+    type: STRICT_DNS
+    connect_timeout: 2s
+    load_assignment:
+      cluster_name: app
+      endpoints:
+      - lb_endpoints:
+        - endpoint: {address: {socket_address: {address: app, port_value: 8080}}}
+"""
+ENVOY_HEADER = """                request_headers_to_add:
+                - header: {key: x-extra, value: "%REQ(:authority)%"}"""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One proxy's A and B configs and the tool and budget that judge them."""
+
+    kind: str
+    config_a: str
+    config_b: str
+    tool: str
+    budget: str
+
+
+def cases(budget: float) -> dict[str, Case]:
+    ratio = f"{budget:g}x base"
+    nginx = NGINX.replace("KEEPALIVE", "keepalive 32;")
+    return {
+        "nginx": Case(
+            "nginx",
+            nginx.replace("INJECT", ""),
+            nginx.replace("INJECT", "add_header X-Extra edge always;"),
+            "instructions",
+            f"instructions_per_request[edge] <= {ratio}",
+        ),
+        "haproxy": Case(
+            "haproxy",
+            HAPROXY.replace("INJECT", ""),
+            HAPROXY.replace("INJECT", "http-request set-header X-Extra %[req.hdr(host)]"),
+            "instructions",
+            f"instructions_per_request[edge] <= {ratio}",
+        ),
+        "envoy": Case(
+            "envoy",
+            ENVOY.replace("INJECT\n", ""),
+            ENVOY.replace("INJECT", ENVOY_HEADER),
+            "instructions",
+            f"instructions_per_request[edge] <= {ratio}",
+        ),
+        "nginx-ka": Case(
+            "nginx",
+            nginx.replace("INJECT", ""),
+            NGINX.replace("KEEPALIVE", "").replace("INJECT", ""),
+            "syscalls",
+            "syscalls_per_request[edge] <= 1.0x base",
+        ),
+    }
+
+
+def topology(name: str, kind: str, config: Path) -> Topology:
+    app = Node("app", "echo", 8080)
+    edge = Node("edge", kind, 80, upstreams=("app",), image=None, config=str(config))
+    return Topology(name, (app, edge), (Target("edge", "edge", 80),))
+
+
+def cost_of(running: RunningTopology, tool: str, plan: CostPassPlan) -> MarginalCost:
+    endpoint = running.endpoint("edge")
+    assert endpoint.tracer is not None
+    driver = RustDriver()
+    return run_cost_pass(endpoint.tracer, [tool], driver.run, endpoint.url, LoadShape(), plan)[tool]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--gates", type=int, default=20, help="gates per scenario (or proxy:N in --proxies)")
+    parser.add_argument("--proxies", default="nginx,haproxy,envoy,nginx-ka")
+    parser.add_argument("--budget", type=float, default=1.005)
+    parser.add_argument("--repetitions", type=int, default=3)
+    parser.add_argument("--low", type=int, default=200)
+    parser.add_argument("--high", type=int, default=1000)
+    args = parser.parse_args()
+    plan = CostPassPlan(low=args.low, high=args.high, repetitions=args.repetitions)
+    known = cases(args.budget)
+    session = f"costpower{uuid.uuid4().hex[:8]}"
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    runtime = DockerRuntime(session, {}, core_split=None)
+    rows = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="netperf-cost-power-") as folder:
+            for item in args.proxies.split(","):
+                name, _, count = item.partition(":")
+                gates = int(count) if count else args.gates
+                case = known[name]
+                budget = parse_budget(case.budget)
+                stacks = {}
+                for label, text in (("a", case.config_a), ("a2", case.config_a), ("b", case.config_b)):
+                    path = Path(folder) / f"{name}-{label}.conf"
+                    path.write_text(text)
+                    stacks[label] = runtime.up(topology(f"{name}-{label}", case.kind, path))
+                outcomes: dict[str, list[tuple[Status, float, float, float]]] = {"A/A": [], "change": []}
+                for gate in range(gates):
+                    for scenario, candidate in (("A/A", "a2"), ("change", "b")):
+                        started = time.monotonic()
+                        base = cost_of(stacks["a"], case.tool, plan)
+                        head = cost_of(stacks[candidate], case.tool, plan)
+                        verdict = evaluate_repetitions(budget, list(head.per_request), list(base.per_request))
+                        seconds = time.monotonic() - started
+                        spread = max(base.spread, head.spread)
+                        outcomes[scenario].append((verdict.status, verdict.estimate, spread, seconds))
+                        print(
+                            f"{name} {scenario} gate {gate + 1}: {verdict.status} {verdict.estimate:.4f}x "
+                            f"[{verdict.ci_low:.4f}, {verdict.ci_high:.4f}] base {base.median:,.1f} "
+                            f"head {head.median:,.1f} spread {spread:.2%} {seconds:.1f}s",
+                            flush=True,
+                        )
+                for label in stacks:
+                    stacks[label].down()
+                for scenario, found in outcomes.items():
+                    statuses = [s for s, *_ in found]
+                    rows.append(
+                        (
+                            name,
+                            scenario,
+                            case.budget,
+                            sum(s is Status.FAIL for s in statuses),
+                            sum(s is Status.INCONCLUSIVE for s in statuses),
+                            len(found),
+                            statistics.median(e for _, e, _, _ in found),
+                            max(sp for *_, sp, _ in found),
+                            statistics.median(sec for *_, sec in found),
+                        )
+                    )
+    finally:
+        clean_session(session)
+    print()
+    print("| proxy | scenario | budget | FAIL | INCONCLUSIVE | gates | median change | largest spread | s/verdict |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for name, scenario, text, fails, undecided, gates, change, spread, seconds in rows:
+        print(
+            f"| {name} | {scenario} | `{text}` | {fails} | {undecided} | {gates} | {change:.4f}x | "
+            f"{spread:.2%} | {seconds:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
