@@ -23,6 +23,7 @@ from pytest_netperf.baseline.schema import FORMAT_VERSION
 from pytest_netperf.budget import metrics
 from pytest_netperf.errors import BaselineError
 from pytest_netperf.results.model import RoundResult
+from pytest_netperf.results.traced import MarginalCost
 
 __all__ = ["FORMAT_VERSION", "Baseline", "SeriesRecord", "dumps", "git_commit", "loads"]
 
@@ -35,6 +36,8 @@ class SeriesRecord:
     load_shape: str = ""
     driver: str = ""
     where: str = ""
+    #: tool -> node -> cost per request the cost pass counted (instructions, system calls)
+    traced: dict[str, dict[str, MarginalCost]] = field(default_factory=dict)
 
     @classmethod
     def from_measured(cls, series: Any) -> SeriesRecord:
@@ -45,10 +48,14 @@ class SeriesRecord:
             load_shape=shape.describe() if shape is not None else "",
             driver=str(getattr(series, "driver", "") or ""),
             where=str(getattr(series, "where", "") or ""),
+            traced={tool: dict(nodes) for tool, nodes in (getattr(series, "traced", None) or {}).items()},
         )
 
     def values(self, metric: str) -> list[float]:
-        """Per-round values of ``metric`` (latencies in nanoseconds)."""
+        """Per-round values of ``metric`` (latencies in nanoseconds); per-repetition values of a
+        deterministic cost (KeyError when none was recorded)."""
+        if metrics.get(metric).deterministic:
+            return metrics.traced_values(metric, self.traced.get(metrics.tool_of(metric), {}))
         return [metrics.metric_value(r, metric) for r in self.rounds]
 
 
@@ -135,6 +142,16 @@ def _series_to_dict(series: SeriesRecord) -> dict[str, Any]:
         "load_shape": series.load_shape,
         "values": {m: _metric_or_none(series, m) for m in metrics.stored_names()},
         "rounds": [r.to_dict() for r in series.rounds],
+        **(
+            {
+                "traced": {
+                    tool: {node: cost.to_dict() for node, cost in nodes.items()}
+                    for tool, nodes in series.traced.items()
+                }
+            }
+            if series.traced
+            else {}
+        ),
     }
 
 
@@ -161,6 +178,10 @@ def _series_from_dict(body: dict[str, Any], source: Path, name: str) -> SeriesRe
         load_shape=body.get("load_shape") or "",
         driver=body.get("driver") or "",
         where=body.get("where") or "",
+        traced={
+            str(tool): {str(node): MarginalCost.from_dict(cost) for node, cost in nodes.items()}
+            for tool, nodes in (body.get("traced") or {}).items()
+        },
     )
 
 

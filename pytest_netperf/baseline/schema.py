@@ -137,6 +137,36 @@ def _check_series(body: Any, path: str) -> None:
         raise _Invalid(f"{path}.rounds", f"expected a non-empty list of rounds, got {_describe(rounds)}")
     for index, round_doc in enumerate(rounds):
         _check_value(round_doc, RoundResult, f"{path}.rounds[{index}]")
+    if body.get("traced") is not None:
+        _check_traced(body["traced"], f"{path}.traced")
+
+
+def _check_traced(traced: Any, path: str) -> None:
+    """tool -> node -> {node, tool, per_request: [numbers], by_name, requests, seconds}."""
+    if not isinstance(traced, dict):
+        raise _Invalid(path, f"expected an object (tool -> node -> cost), got {_describe(traced)}")
+    for tool, nodes in traced.items():
+        if not isinstance(nodes, dict):
+            raise _Invalid(f"{path}{_key(tool)}", f"expected an object (node -> cost), got {_describe(nodes)}")
+        for node, cost in nodes.items():
+            where = f"{path}{_key(tool)}{_key(node)}"
+            if not isinstance(cost, dict):
+                raise _Invalid(where, f"expected an object, got {_describe(cost)}")
+            for key in ("node", "tool"):
+                _expect_text(cost.get(key), f"{where}.{key}")
+            values = cost.get("per_request")
+            if not isinstance(values, list) or not values or not all(_is_number(v) for v in values):
+                raise _Invalid(f"{where}.per_request", f"expected a non-empty list of numbers, got {_describe(values)}")
+            names = cost.get("by_name", {})
+            if not isinstance(names, dict) or not all(_is_number(v) for v in names.values()):
+                raise _Invalid(f"{where}.by_name", f"expected an object of numbers, got {_describe(names)}")
+            counts = cost.get("requests", [0, 0])
+            if not isinstance(counts, list) or len(counts) != 2 or not all(_is_number(v) for v in counts):
+                raise _Invalid(f"{where}.requests", f"expected two request counts, got {_describe(counts)}")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 # ---------------------------------------------------------------------- the round model

@@ -3,14 +3,18 @@ the grammar and registry entries, and the pass's orchestration of exact counts."
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from netperf_rounds import make_round
 
+from pytest_netperf.baseline.model import Baseline, SeriesRecord, dumps, loads
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import BudgetSyntaxError, parse_budget
 from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.errors import BaselineError
 from pytest_netperf.measure.cost_pass import (
     CostPassPlan,
     at_address,
@@ -231,3 +235,20 @@ def test_cost_pass_counts_low_and_high_per_repetition_and_tool() -> None:
 
 def costs_by_tool(costs: dict[str, MarginalCost]) -> dict[str, dict[str, MarginalCost]]:
     return {tool: {cost.node: cost} for tool, cost in costs.items()}
+
+
+def test_a_stored_baseline_keeps_the_traced_costs_and_names_a_corrupt_entry(tmp_path: Path) -> None:
+    cost = MarginalCost("edge", "instructions", (25_100.0, 25_110.0, 25_090.0), {"ngx_hash_find": 170.0}, (200, 1000))
+    record = SeriesRecord(rounds=[make_round()], traced={"instructions": {"edge": cost}})
+    stored = Baseline.new("test_gate.py::test_edge", {"candidate": record}, fingerprint={}, repo_dir=tmp_path)
+    source = tmp_path / "baseline.json"
+    loaded = loads(dumps(stored), source)
+    assert loaded.values("candidate", "instructions_per_request[edge]") == [25_100.0, 25_110.0, 25_090.0]
+    assert loaded.series["candidate"].traced["instructions"]["edge"] == cost
+    with pytest.raises(KeyError, match="no traced node matches"):
+        loaded.values("candidate", "syscalls_per_request[edge]")  # recorded without system calls: NEW
+
+    doc = json.loads(dumps(stored))
+    doc["series"]["candidate"]["traced"]["instructions"]["edge"]["per_request"] = ["many"]
+    with pytest.raises(BaselineError, match=r"baseline\.json: .*traced\.instructions\.edge\.per_request"):
+        loads(json.dumps(doc), source)
