@@ -165,9 +165,6 @@ def _check_traced(traced: Any, path: str) -> None:
                 raise _Invalid(f"{where}.requests", f"expected two request counts, got {_describe(counts)}")
 
 
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
 
 # ---------------------------------------------------------------------- the round model
 def _check_value(value: Any, hint: Any, path: str) -> None:
