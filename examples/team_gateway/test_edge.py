@@ -65,3 +65,26 @@ def test_edge_no_errors_at_100_connections(netperf, stack):
         connections=100,
         rate=2000,
     )
+
+
+@pytest.mark.netperf(
+    "instructions_per_request[edge] <= 1.005x base",
+    "syscalls_per_request[edge] <= 1.0x base",
+    "instructions_per_request[edge] <= 40k",
+    "errors == 0",
+)
+def test_edge_cost_per_request(netperf, stack):
+    """What the edge does per request, counted rather than timed: a clone of the edge
+    container runs nginx under valgrind (instructions) and strace (system calls) and serves
+    exact request counts, so the count does not move with the runner's noise (0.1-0.2%
+    between repetitions). On a pull request the edge may do at most 0.5% more work per
+    request than at the base revision and make no more system calls; the failure names the
+    functions and system calls that changed (a regex ``location`` shows as PCRE, a dropped
+    keep-alive pool as ``connect +1.00, close +1.00``). The absolute budget holds on any
+    x86_64 runner: this config measured about 25k instructions per request."""
+    netperf.measure(
+        stack.endpoint("edge", port=80, path="/api/orders", host="api.example.com"),
+        connections=8,
+        rate=500,
+    )
+
