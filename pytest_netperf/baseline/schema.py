@@ -165,7 +165,6 @@ def _check_traced(traced: Any, path: str) -> None:
                 raise _Invalid(f"{where}.requests", f"expected two request counts, got {_describe(counts)}")
 
 
-
 # ---------------------------------------------------------------------- the round model
 def _check_value(value: Any, hint: Any, path: str) -> None:
     """Check ``value`` against a type hint of the result model."""

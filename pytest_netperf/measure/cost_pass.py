@@ -43,10 +43,15 @@ class Tracer(Protocol):
 class CostPassPlan:
     """How much the cost pass counts: two request counts, repeated, each run bounded in time."""
 
-    low: int = defaults.COST_PASS_REQUESTS[0]
-    high: int = defaults.COST_PASS_REQUESTS[1]
+    low: int = round(defaults.COST_PASS_REQUESTS * defaults.COST_PASS_LOW_SHARE)
+    high: int = defaults.COST_PASS_REQUESTS
     repetitions: int = defaults.COST_PASS_REPETITIONS
     time_limit_s: float = defaults.COST_PASS_TIME_LIMIT_S
+
+    @classmethod
+    def of(cls, requests: int, repetitions: int, time_limit_s: float) -> CostPassPlan:
+        """The plan counting ``requests`` (and a fifth of them) ``repetitions`` times."""
+        return cls(max(1, round(requests * defaults.COST_PASS_LOW_SHARE)), requests, repetitions, time_limit_s)
 
 
 def exact_shape(shape: LoadShape, requests: int, time_limit_s: float) -> LoadShape:

@@ -249,7 +249,9 @@ class Gate:
         self.implicit_error_budget = not any(b.metric in ERROR_METRICS for b in self.budgets)
         self._system_budgets = system_budgets(self.budgets)
         self._traced_budgets = [b for b in self.budgets if metrics.get(b.metric).deterministic]
-        self.cost_pass_plan = CostPassPlan()
+        self.cost_pass_plan = CostPassPlan.of(
+            settings.cost_requests, settings.cost_repetitions, settings.cost_time_limit_s
+        )
 
     # ------------------------------------------------------------------ public API
     def noise_warnings(self) -> list[str]:
