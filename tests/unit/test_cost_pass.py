@@ -31,6 +31,7 @@ from pytest_netperf.runtime.trace_output import (
     strace_counts,
     valgrind_problems,
 )
+from pytest_netperf.settings import SettingError, Settings
 from pytest_netperf.verdict.deterministic import evaluate_repetitions
 from pytest_netperf.verdict.status import Status
 
@@ -252,3 +253,14 @@ def test_a_stored_baseline_keeps_the_traced_costs_and_names_a_corrupt_entry(tmp_
     doc["series"]["candidate"]["traced"]["instructions"]["edge"]["per_request"] = ["many"]
     with pytest.raises(BaselineError, match=r"baseline\.json: .*traced\.instructions\.edge\.per_request"):
         loads(json.dumps(doc), source)
+
+
+def test_cost_pass_settings_are_validated_and_make_the_plan() -> None:
+    settings = Settings.from_mapping({"cost_requests": "500", "cost_repetitions": "2", "cost_time_limit_s": "60"})
+    plan = CostPassPlan.of(settings.cost_requests, settings.cost_repetitions, settings.cost_time_limit_s)
+    assert (plan.low, plan.high, plan.repetitions, plan.time_limit_s) == (100, 500, 2, 60.0)
+    assert CostPassPlan() == CostPassPlan.of(1000, 3, 300.0)
+    with pytest.raises(SettingError, match="cost_requests must be >= 10"):
+        Settings.from_mapping({"cost_requests": "5"})
+    with pytest.raises(SettingError, match="cost_repetitions must be >= 1"):
+        Settings.from_mapping({"cost_repetitions": "0"})
