@@ -1,0 +1,98 @@
+"""The cost pass on bad input, with real containers: an image no tracer can be added to, a
+server that dies under the tracer, one that never listens, and fewer responses than requests.
+Each is an error naming the node (and the image, the log tail), never a count."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from docker import DockerClient
+from docker_helpers import session_leftovers, skip_without_cost_image, skip_without_images
+
+from pytest_netperf.engine import labels as L
+from pytest_netperf.engine.client import docker_client
+from pytest_netperf.images.cost_image import cost_image
+from pytest_netperf.images.layers import build_layer
+from pytest_netperf.images.resolve import LOCAL_IMAGES
+from pytest_netperf.images.rootfs import ImageBuildError
+from pytest_netperf.runtime.cleanup import clean_session
+from pytest_netperf.runtime.traced_clone import NodeTracer, TraceError
+
+pytestmark = pytest.mark.docker
+ECHO = LOCAL_IMAGES["echo"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _needs_a_traceable_echo() -> None:
+    skip_without_images("echo")
+    skip_without_cost_image(ECHO)
+
+
+@pytest.fixture
+def session() -> Iterator[tuple[DockerClient, str, str]]:
+    """A Docker client, a session id and a network of that session; all removed after."""
+    client = docker_client()
+    session_id = f"costbad{uuid.uuid4().hex[:8]}"
+    network = f"netperf-{session_id}"
+    client.networks.create(network, labels={L.SESSION: session_id})
+    try:
+        yield client, session_id, network
+    finally:
+        clean_session(session_id, client)
+        assert session_leftovers(client, session_id) == []
+
+
+def _source(client: DockerClient, session_id: str, network: str, command: list[str]):
+    return client.containers.run(
+        ECHO, command, detach=True, network=network, labels={L.SESSION: session_id}, name=f"{network}-src"
+    )
+
+
+def test_an_image_without_a_package_manager_is_named_with_the_ways_out() -> None:
+    client = docker_client()
+    tag = f"pytest-netperf/test-no-package-manager:{uuid.uuid4().hex[:8]}"
+    build_layer(
+        client,
+        tag,
+        f"FROM {ECHO}\nUSER root\nRUN rm -f /usr/bin/apt-get /usr/bin/apt /usr/bin/dpkg\n",
+        {},
+        {L.SESSION: "cost-bad-input"},
+    )
+    try:
+        with pytest.raises(ImageBuildError) as caught:
+            cost_image(client, tag, "node 'edge'")
+        text = str(caught.value)
+        assert "node 'edge'" in text and tag in text
+        assert "no package manager" in text and "Ways out" in text and "distroless" in text
+    finally:
+        client.images.remove(tag, force=True)
+
+
+def test_a_server_that_dies_under_the_tracer_is_an_error_with_its_log(session) -> None:
+    client, session_id, network = session
+    source = _source(client, session_id, network, ["sh", "-c", "echo starting; sleep 600"])
+    dying = NodeTracer(client, source, "edge", network, 8080, ready_timeout_s=20)
+    # the clone runs the source's command: replace it by one that fails at once
+    source.attrs["Config"]["Cmd"] = ["sh", "-c", "echo config error on line 3 >&2; exit 3"]
+    with pytest.raises(TraceError, match=r"(?s)edge: the server exited under the tracer.*config error on line 3"):
+        dying.count("instructions", lambda address: 0, 200, 60)
+
+
+def test_a_server_that_never_listens_times_out_naming_the_port(session) -> None:
+    client, session_id, network = session
+    source = _source(client, session_id, network, ["sleep", "600"])
+    silent = NodeTracer(client, source, "edge", network, 8080, ready_timeout_s=3)
+    with pytest.raises(TraceError, match="did not accept connections on port 8080 under the tracer within 3s"):
+        silent.count("syscalls", lambda address: 0, 200, 60)
+
+
+def test_fewer_responses_than_requests_is_not_a_count(session) -> None:
+    client, session_id, network = session
+    source = _source(client, session_id, network, ["netperf-driver", "echo", "--listen", "0.0.0.0:8080"])
+    tracer = NodeTracer(client, source, "edge", network, 8080)
+    with pytest.raises(TraceError, match="edge: 150 of 200 requests answered under strace"):
+        tracer.count("syscalls", lambda address: 150, 200, 120)
+    assert not Path("/tmp/netperf-cost").exists()  # the counts live in the clone, never on the host
