@@ -8,14 +8,15 @@ stop signal to the traced server, so valgrind and strace write their counts on e
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import tempfile
 from pathlib import Path
 
 from docker import DockerClient
-from docker.errors import ImageNotFound
+from docker.errors import APIError, ImageNotFound
 
-from pytest_netperf.images.layers import LABEL_INPUTS, LABEL_ROLE, build_layer, image_labels
+from pytest_netperf.images.layers import LABEL_INPUTS, LABEL_ROLE, build_layer, image_id, image_labels
 from pytest_netperf.images.rootfs import ImageBuildError
 
 #: Where the wrapper lives in a cost image.
@@ -110,13 +111,14 @@ def cost_image(client: DockerClient, image: str, wanted_by: str = "") -> str:
         source = client.images.get(image)
     except ImageNotFound as exc:
         raise ImageBuildError(f"{wanted_by or 'cost pass'}: image {image} is not present") from exc
-    image_id = str(source.id)
+    source_id = str(source.id)
     user = str((source.attrs.get("Config") or {}).get("User") or "")
-    tag = cost_image_tag(image_id)
-    digest = _inputs_digest(image_id, user)
+    tag = cost_image_tag(source_id)
+    digest = _inputs_digest(source_id, user)
     labels = image_labels(client, tag)
     if labels is not None and labels.get(LABEL_INPUTS) == digest:
         return tag
+    replaced = image_id(client, tag) if labels is not None else None
     with tempfile.TemporaryDirectory(prefix="netperf-cost-") as folder:
         wrapper = Path(folder) / "netperf-trace"
         wrapper.write_text(WRAPPER_SCRIPT)
@@ -124,9 +126,9 @@ def cost_image(client: DockerClient, image: str, wanted_by: str = "") -> str:
             build_layer(
                 client,
                 tag,
-                cost_dockerfile(image_id, user),
+                cost_dockerfile(source_id, user),
                 {"netperf-trace": wrapper},
-                {LABEL_ROLE: "cost", LABEL_INPUTS: digest, "pytest-netperf.cost-of": image_id},
+                {LABEL_ROLE: "cost", LABEL_INPUTS: digest, "pytest-netperf.cost-of": source_id},
             )
         except ImageBuildError as exc:
             who = f"{wanted_by} " if wanted_by else ""
@@ -136,4 +138,7 @@ def cost_image(client: DockerClient, image: str, wanted_by: str = "") -> str:
                 "and run the service from it, or drop the instructions_per_request/syscalls_per_request "
                 "budgets for this service (scratch and distroless images have no package manager)."
             ) from exc
+    if replaced is not None and replaced != image_id(client, tag):
+        with contextlib.suppress(APIError):  # still used by a container: left for `docker image prune`
+            client.images.remove(replaced)
     return tag
