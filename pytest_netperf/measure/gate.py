@@ -341,7 +341,8 @@ class Gate:
                     o.notes.append(warning)
             if o.status is Status.INCONCLUSIVE:
                 rounds = o.verdict.n_rounds if o.verdict else "?"
-                o.notes.append(f"inconclusive after {rounds} rounds; policy: {self.settings.inconclusive}")
+                unit = "repetitions of the cost pass" if o.budget in self._traced_budgets else "rounds"
+                o.notes.append(f"inconclusive after {rounds} {unit}; policy: {self.settings.inconclusive}")
         return outcomes
 
     # ------------------------------------------------------------------ internals
