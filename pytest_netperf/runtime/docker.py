@@ -374,13 +374,25 @@ class RunningTopology:
         )
 
     def tracer(self, node: str, port: int) -> NodeTracer | None:
-        """Traced clones of ``node`` serving on ``port`` (the cost pass), or None for a node that
-        shares a pod's network or the host's (a clone could not take its port)."""
-        spec = self.topology.node(node)
-        if spec.pod_of is not None or spec.host_network or self.topology.pod_root(node).name != node:
+        """Traced clones of the node that serves ``port`` in ``node``'s network namespace (the
+        cost pass): ``node`` itself, or the pod member listening there (a sidecar's inbound
+        port), cloned beside a plain clone of its pod root. None for a node on the host's
+        network (a clone could not take its port)."""
+        root = self.topology.pod_root(node)
+        if root.host_network:
             return None
+        members = self.topology.pod_members(node)
+        serving = next((m for m in members if port in (m.port, *m.extra_ports)), self.topology.node(node))
+        companion = None if serving.name == root.name else self._containers[root.name]
         return NodeTracer(
-            self._client, self._containers[node], node, self.network, port, self.copied_files.get(node, ())
+            self._client,
+            self._containers[serving.name],
+            serving.name,
+            self.network,
+            port,
+            self.copied_files.get(serving.name, ()),
+            companion=companion,
+            companion_files=self.copied_files.get(root.name, ()),
         )
 
     def wire_probe(self, node: str) -> WireProbe:

@@ -69,6 +69,8 @@ class NodeTracer:
         port: int,
         copy_paths: Sequence[str] = (),
         ready_timeout_s: float = 120.0,
+        companion: Container | None = None,
+        companion_files: Sequence[str] = (),
     ) -> None:
         self.client = client
         self.source = source
@@ -77,6 +79,10 @@ class NodeTracer:
         self.port = port
         self.copy_paths = tuple(copy_paths)
         self.ready_timeout_s = ready_timeout_s
+        #: the pod root whose network namespace the traced node shares (a sidecar's app): it
+        #: runs as a plain clone, and the traced clone joins its namespace
+        self.companion = companion
+        self.companion_files = tuple(companion_files)
 
     def prepare(self) -> None:
         """Build the node's cost image now (before any load): ImageBuildError naming the node,
@@ -94,10 +100,12 @@ class NodeTracer:
         if tool not in (INSTRUCTIONS, SYSCALLS):
             raise ValueError(f"unknown tool {tool!r}")
         started = time.monotonic()
-        clone = self._create(tool)
+        pod = self._start_companion() if self.companion is not None else None
+        clone: Container | None = None
         try:
+            clone = self._create(tool, pod)
             clone.start()
-            address = self._wait_ready(clone, started + time_limit_s)
+            address = self._wait_ready(clone, started + time_limit_s, pod)
             self._wait_idle(clone, started + time_limit_s)
             answered = load(f"{address}:{self.port}")
             if answered != requests:
@@ -110,62 +118,64 @@ class NodeTracer:
             total, by_name, processes = self._parse(tool, files, clone)
             return TraceCount(tool, requests, total, by_name, time.monotonic() - started, processes)
         finally:
-            _remove(clone)
+            for container in (clone, pod):
+                if container is not None:
+                    _remove(container)
 
     # ----- one clone ----------------------------------------------------------------
-    def _create(self, tool: str) -> Container:
-        attrs = self.source.attrs
+    def _start_companion(self) -> Container:
+        """A plain clone of the pod root, on the node's network, started."""
+        assert self.companion is not None
+        attrs = self.companion.attrs
         config = attrs.get("Config") or {}
-        host = attrs.get("HostConfig") or {}
+        options = _clone_options(self.companion, f"{self.companion.name}-pod-{next(_serial)}")
+        options.update(network=self.network, command=config.get("Cmd"), entrypoint=config.get("Entrypoint"))
+        image = str(attrs.get("Image") or config.get("Image"))
+        pod = self.client.containers.create(image, **{k: v for k, v in options.items() if v is not None})
+        try:
+            _copy_files(self.companion, pod, self.companion_files)
+            pod.start()
+        except (APIError, NotFound):
+            _remove(pod)
+            raise
+        return pod
+
+    def _create(self, tool: str, pod: Container | None = None) -> Container:
+        config = self.source.attrs.get("Config") or {}
         image = self._image()
         entrypoint = list(config.get("Entrypoint") or [])
         command = list(config.get("Cmd") or [])
-        labels = {k: v for k, v in (config.get("Labels") or {}).items() if k.startswith(L.PREFIX)}
-        labels[TRACED_LABEL] = tool
-        environment = list(config.get("Env") or [])
-        options: dict[str, Any] = {
-            "entrypoint": [TRACE_WRAPPER],
-            "command": [tool, OUTPUT_DIR, "--", *entrypoint, *command],
-            "environment": environment,
-            "labels": labels,
-            "name": f"{self.source.name}-traced-{next(_serial)}",
-            "network": self.network,
-            "init": True,
-            "stop_signal": "SIGTERM",
-            "user": str(config.get("User") or ""),
-            "working_dir": str(config.get("WorkingDir") or "") or None,
-            "cap_add": host.get("CapAdd"),
-            "cap_drop": host.get("CapDrop"),
-            "security_opt": host.get("SecurityOpt"),
-        }
-        binds = host.get("Binds")
-        if binds:
-            options["volumes"] = list(binds)
-        mounts = [m for m in (attrs.get("Mounts") or []) if m.get("Type") == "bind"]
-        if mounts and not binds:
-            options["volumes"] = [
-                f"{m['Source']}:{m['Destination']}:{'rw' if m.get('RW', True) else 'ro'}" for m in mounts
-            ]
+        options = _clone_options(self.source, f"{self.source.name}-traced-{next(_serial)}")
+        options["labels"][TRACED_LABEL] = tool
+        options.update(
+            entrypoint=[TRACE_WRAPPER],
+            command=[tool, OUTPUT_DIR, "--", *entrypoint, *command],
+            stop_signal="SIGTERM",
+        )
+        if pod is not None:  # a sidecar: in its pod root's network namespace
+            options["network_mode"] = f"container:{pod.id}"
+        else:
+            options["network"] = self.network
         clone = self.client.containers.create(image, **{k: v for k, v in options.items() if v is not None})
         try:
-            for path in self.copy_paths:
-                bits, _ = self.source.get_archive(path)
-                parent = path.rstrip("/").rsplit("/", 1)[0] or "/"
-                clone.put_archive(parent, b"".join(bits))
+            _copy_files(self.source, clone, self.copy_paths)
         except (APIError, NotFound):
             _remove(clone)
             raise
         return clone
 
-    def _wait_ready(self, clone: Container, deadline: float) -> str:
-        """The clone's address once its port accepts a connection."""
+    def _wait_ready(self, clone: Container, deadline: float, pod: Container | None = None) -> str:
+        """The clone's address (its pod root clone's for a sidecar) once its port accepts a connection."""
         ready_by = min(deadline, time.monotonic() + self.ready_timeout_s)
         address = ""
         while time.monotonic() < ready_by:
             clone.reload()
             if clone.status in ("exited", "dead"):
                 raise TraceError(f"{self.node}: the server exited under the tracer before it listened\n{_logs(clone)}")
-            networks = (clone.attrs.get("NetworkSettings") or {}).get("Networks") or {}
+            holder = clone if pod is None else pod
+            if holder is not clone:
+                holder.reload()
+            networks = (holder.attrs.get("NetworkSettings") or {}).get("Networks") or {}
             address = str((networks.get(self.network) or {}).get("IPAddress") or "")
             if address:
                 try:
@@ -239,6 +249,40 @@ def _cpu_reader(container: Container) -> Callable[[], int]:
     except CgroupError:
         identity = str(container.id)
         return lambda: counters_from_docker_stats(container.stats(stream=False), identity, container.name).cpu_ns
+
+
+def _clone_options(source: Container, name: str) -> dict[str, Any]:
+    """``containers.create`` options that run what ``source`` runs: environment, user, working
+    folder, capabilities, mounts and our labels (not its names or network)."""
+    attrs = source.attrs
+    config = attrs.get("Config") or {}
+    host = attrs.get("HostConfig") or {}
+    options: dict[str, Any] = {
+        "name": name,
+        "labels": {k: v for k, v in (config.get("Labels") or {}).items() if k.startswith(L.PREFIX)},
+        "environment": list(config.get("Env") or []),
+        "init": True,
+        "user": str(config.get("User") or ""),
+        "working_dir": str(config.get("WorkingDir") or "") or None,
+        "cap_add": host.get("CapAdd"),
+        "cap_drop": host.get("CapDrop"),
+        "security_opt": host.get("SecurityOpt"),
+    }
+    binds = host.get("Binds")
+    mounts = [m for m in (attrs.get("Mounts") or []) if m.get("Type") == "bind"]
+    if binds:
+        options["volumes"] = list(binds)
+    elif mounts:
+        options["volumes"] = [f"{m['Source']}:{m['Destination']}:{'rw' if m.get('RW', True) else 'ro'}" for m in mounts]
+    return options
+
+
+def _copy_files(source: Container, target: Container, paths: Sequence[str]) -> None:
+    """Copy ``paths`` (files or folders) from ``source`` into ``target`` before it starts."""
+    for path in paths:
+        bits, _ = source.get_archive(path)
+        parent = path.rstrip("/").rsplit("/", 1)[0] or "/"
+        target.put_archive(parent, b"".join(bits))
 
 
 def _tool_name(tool: str) -> str:
