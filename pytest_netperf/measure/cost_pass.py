@@ -102,9 +102,9 @@ def cost_pass_problem(url: str, tracer: Optional[Tracer], driver: str) -> str:
     """Why a series cannot have a cost pass, or "" when it can."""
     if tracer is None:
         return (
-            f"{url} cannot be traced: the cost pass clones the node a target enters, so it needs an endpoint "
-            "of netperf_topology or netperf_compose whose node has its own network address (not a plain URL, "
-            "a sidecar sharing its pod's network, or a node on the host network)"
+            f"{url} cannot be traced: the cost pass clones the node that serves a target, so it needs an endpoint "
+            "of netperf_topology or netperf_compose whose node has a network namespace a clone can take (not a "
+            "plain URL, a node on the host network, or a Compose service sharing another's network)"
         )
     if driver != "rust":
         return f"the cost pass sends exact request counts with the rust driver; this series uses {driver}"
