@@ -21,8 +21,10 @@ from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import DriverError, InvalidMeasurement, NetperfError
 from pytest_netperf.measure.contention import both_sides_starved, shared_cores, starved_by_stack, starved_note
 from pytest_netperf.measure.cost_pass import (
+    COST_FACT,
     CostPassPlan,
     Tracer,
+    cost_fact,
     cost_pass_notes,
     cost_pass_problem,
     run_cost_pass,
@@ -561,6 +563,7 @@ class Gate:
                 continue
             for tool, cost in counted.items():
                 series.traced.setdefault(tool, {})[cost.node] = cost
+            series.facts[COST_FACT] = cost_fact(series.traced)
         for b in applicable:
             if self._data_problem(m, b):
                 continue  # INVALID: decided in finish()

@@ -18,6 +18,7 @@ from pytest_netperf.errors import BaselineError
 from pytest_netperf.measure.cost_pass import (
     CostPassPlan,
     at_address,
+    cost_fact,
     cost_pass_notes,
     exact_shape,
     run_cost_pass,
@@ -264,3 +265,17 @@ def test_cost_pass_settings_are_validated_and_make_the_plan() -> None:
         Settings.from_mapping({"cost_requests": "5"})
     with pytest.raises(SettingError, match="cost_repetitions must be >= 1"):
         Settings.from_mapping({"cost_repetitions": "0"})
+
+
+def test_the_cost_fact_lists_each_node_and_its_most_frequent_system_calls() -> None:
+    traced = {
+        "instructions": {"edge": MarginalCost("edge", "instructions", (25_088.0, 25_090.0, 25_080.0))},
+        "syscalls": {
+            "edge": MarginalCost(
+                "edge", "syscalls", (8.0, 8.0, 8.0), {"epoll_wait": 2.0, "recvfrom": 2.0, "writev": 2.0, "brk": 0.001}
+            )
+        },
+    }
+    assert cost_fact(traced) == (
+        "edge 25,088 instructions; 8.00 system calls (epoll_wait 2.00, recvfrom 2.00, writev 2.00)"
+    )
