@@ -120,3 +120,31 @@ def test_a_plain_url_cannot_be_traced_and_says_why(pytester: pytest.Pytester) ->
     result = pytester.runpytest_subprocess("--netperf-rounds=2", "--netperf-max-rounds=2", "--netperf-duration=0.3")
     assert result.ret == 1, result.stdout.str()
     result.stdout.fnmatch_lines(["*INVALID*instructions_per_request*", "*cannot be traced*plain URL*"])
+
+
+def test_a_stored_baseline_keeps_the_counts_and_judges_the_next_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_stored="""
+        import pytest
+        from pytest_netperf.topology import builders
+
+        @pytest.mark.netperf(
+            "instructions_per_request[gw] <= 1.005x baseline", "syscalls_per_request[gw] <= 1.0x baseline"
+        )
+        def test_stored(netperf, netperf_topology):
+            gw = netperf_topology(builders.gateway_topology("nginx")).endpoint("gateway")
+            netperf.measure(gw, connections=2, rate=200)
+        """
+    )
+    run = ["--netperf-rounds=2", "--netperf-max-rounds=2", "--netperf-duration=0.3", "--netperf-json=results.json"]
+    recorded = pytester.runpytest_subprocess(*run, "--netperf-update-baseline")
+    assert recorded.ret == 0, recorded.stdout.str()[-3000:]
+    assert {row["verdict"] for row in rows(pytester).values()} == {"NEW"}
+    found = (pytester.path / ".netperf").rglob("test_stored.py__test_stored-*.json")
+    stored = [p for p in found if ".last-run" not in p.parts]
+    assert len(stored) == 1 and '"traced"' in stored[0].read_text(), stored
+    judged = pytester.runpytest_subprocess(*run)
+    assert judged.ret == 0, judged.stdout.str()[-3000:]
+    found = rows(pytester)
+    assert {row["verdict"] for row in found.values()} == {"PASS"}, found
+    assert {row["reference"] for row in found.values()} == {"baseline"}
