@@ -213,7 +213,7 @@ def main() -> None:
                 for gate in range(gates):
                     for scenario, candidate in (("A/A", "a2"), ("change", "b")):
                         started = time.monotonic()
-                        base = cost_of(stacks["a"], case.tool, plan)
+                        base = cost_of(stacks["a"], case.tool, plan)  # each gate its own base pass
                         head = cost_of(stacks[candidate], case.tool, plan)
                         verdict = evaluate_repetitions(budget, list(head.per_request), list(base.per_request))
                         seconds = time.monotonic() - started
