@@ -56,4 +56,3 @@ def test_nginx_cost_per_request(netperf, gateway_topology):
     """What nginx does to proxy one request, counted under valgrind and strace: about 18k
     instructions and 7 system calls with the upstream keep-alive pool (without it, 13)."""
     netperf.measure(gateway_topology.endpoint("gateway"), connections=1, rate=500)
-

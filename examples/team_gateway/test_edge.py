@@ -87,4 +87,3 @@ def test_edge_cost_per_request(netperf, stack):
         connections=8,
         rate=500,
     )
-
