@@ -1,11 +1,12 @@
 """The cost pass: what a target's entry node does per request, counted under a tracer.
 
 For each tool a budget needs (instructions under valgrind, system calls under strace) the
-pass runs the node's clone twice per repetition, serving ``low`` and then ``high`` exact
-requests with the test's own request (path, query, headers, body, keep-alive) over one
-connection, so every request is handled alone and the count does not depend on timing.
-The marginal cost per request is (count(high) - count(low)) / (high - low): start-up and
-shut-down cancel.
+pass runs the node's clone twice per repetition, serving ``high`` exact requests as fast as
+it answers and then ``low`` paced over the same time, with the test's own request (path,
+query, headers, body, keep-alive) over one connection, so every request is handled alone
+and the count does not depend on timing. The marginal cost per request is
+(count(high) - count(low)) / (high - low): start-up, shut-down and the work a server does
+per second (timers) cancel.
 """
 
 from __future__ import annotations
@@ -54,11 +55,18 @@ class CostPassPlan:
         return cls(max(1, round(requests * defaults.COST_PASS_LOW_SHARE)), requests, repetitions, time_limit_s)
 
 
-def exact_shape(shape: LoadShape, requests: int, time_limit_s: float) -> LoadShape:
-    """``shape``'s request sent exactly ``requests`` times over one connection, closed loop."""
+#: A larger count answered faster than this is not paced against (nothing periodic fits in it).
+MIN_PACED_S = 0.05
+
+
+def exact_shape(shape: LoadShape, requests: int, time_limit_s: float, rate: Optional[float] = None) -> LoadShape:
+    """``shape``'s request sent exactly ``requests`` times over one connection: closed loop, or
+    paced at ``rate`` per second."""
     extra = {k: v for k, v in shape.extra.items() if k not in ("realtime", "max_lag")}
     extra["requests"] = requests
-    return replace(shape, connections=1, threads=1, rate=None, warmup_s=0.0, duration_s=time_limit_s, extra=extra)
+    if rate:
+        extra["max_lag"] = "1s"  # a traced server is slow; pacing, not latency, is the point
+    return replace(shape, connections=1, threads=1, rate=rate, warmup_s=0.0, duration_s=time_limit_s, extra=extra)
 
 
 def at_address(url: str, address: str) -> str:
@@ -82,20 +90,41 @@ def run_cost_pass(
     pairs: dict[str, list[tuple[TraceCount, TraceCount]]] = {tool: [] for tool in tools}
     for repetition in range(plan.repetitions):
         for tool in tools:
-            counts = []
-            for requests in (plan.low, plan.high):
-
-                def load(address: str, requests: int = requests) -> int:
-                    result = run(at_address(url, address), exact_shape(shape, requests, plan.time_limit_s))
-                    return int(result.ok)
-
-                counts.append(tracer.count(tool, load, requests, plan.time_limit_s))
-            pairs[tool].append((counts[0], counts[1]))
+            # the larger count first, as fast as the traced server answers; then the smaller one
+            # paced over the same time, so that work a server does per second (timers, stats
+            # flushes, DNS refreshes) is the same in both runs and cancels with start-up
+            high, loaded_s = _traced_run(tracer, tool, run, url, shape, plan, plan.high, None)
+            pace = plan.low / loaded_s if loaded_s > MIN_PACED_S else None
+            low, _ = _traced_run(tracer, tool, run, url, shape, plan, plan.low, pace)
+            pairs[tool].append((low, high))
             progress(
                 f"cost pass {tracer.node} {tool} repetition {repetition + 1}/{plan.repetitions}: "
-                f"{counts[0].seconds + counts[1].seconds:.1f}s"
+                f"{low.seconds + high.seconds:.1f}s"
             )
     return {tool: marginal(tracer.node, pairs[tool]) for tool in tools}
+
+
+def _traced_run(
+    tracer: Tracer,
+    tool: str,
+    run: Callable[[str, LoadShape], RoundResult],
+    url: str,
+    shape: LoadShape,
+    plan: CostPassPlan,
+    requests: int,
+    rate: Optional[float],
+) -> tuple[TraceCount, float]:
+    """One traced run of ``requests`` requests (paced at ``rate`` when given) and the seconds
+    its load took."""
+    loaded_s = [0.0]
+
+    def load(address: str) -> int:
+        result = run(at_address(url, address), exact_shape(shape, requests, plan.time_limit_s, rate))
+        if result.achieved_rps > 0:
+            loaded_s[0] = result.ok / result.achieved_rps
+        return int(result.ok)
+
+    return tracer.count(tool, load, requests, plan.time_limit_s), loaded_s[0]
 
 
 def cost_pass_problem(url: str, tracer: Optional[Tracer], driver: str) -> str:

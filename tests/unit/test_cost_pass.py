@@ -226,8 +226,10 @@ def test_cost_pass_counts_low_and_high_per_repetition_and_tool() -> None:
     costs = run_cost_pass(server, ["instructions", "syscalls"], run, "http://172.18.0.3:8000/x", LoadShape(), plan)
     assert costs["instructions"].per_request == (20.0, 20.0)
     assert costs["syscalls"].by_name == {"f": 3.0}
-    assert server.calls == [("instructions", 200), ("instructions", 1000), ("syscalls", 200), ("syscalls", 1000)] * 2
+    # the larger count first, as fast as it goes; the smaller one paced over the same 5 s
+    assert server.calls == [("instructions", 1000), ("instructions", 200), ("syscalls", 1000), ("syscalls", 200)] * 2
     assert {url for url, _ in sent} == {"http://10.0.0.9:8000/x"}
+    assert [shape.rate for _, shape in sent[:2]] == [None, pytest.approx(40.0)]
     notes = cost_pass_notes(parse_budget("syscalls_per_request[gw] <= 1.0x base"), costs_by_tool(costs), None, "base")
     assert notes == [
         "cost pass of gw (candidate): syscalls under strace, 2 x (1000 - 200) requests, 0.0s; "
