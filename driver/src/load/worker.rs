@@ -225,11 +225,13 @@ impl Worker {
                 self.censor_unanswered();
             }
             self.track_window(now);
+            if self.open_loop() && !self.stopped {
+                // a worker that wakes late past the window's end still sends what was due inside
+                // it (with its lag), so the window holds exactly rate x duration sends
+                now = self.dispatch_due(now);
+            }
             if !self.stopped && now >= self.tl.window_end_ns {
                 self.stopped = true;
-            }
-            if self.open_loop() && !self.stopped {
-                now = self.dispatch_due(now);
             }
             if self.stopped && self.outstanding == 0 {
                 return Ok(());
