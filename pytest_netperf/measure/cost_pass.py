@@ -20,7 +20,15 @@ from pytest_netperf import defaults
 from pytest_netperf.budget import metrics
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.results.model import RoundResult
-from pytest_netperf.results.traced import INSTRUCTIONS, SYSCALLS, MarginalCost, TraceCount, changed_most, marginal
+from pytest_netperf.results.traced import (
+    INSTRUCTIONS,
+    SYSCALLS,
+    MarginalCost,
+    TraceCount,
+    changed_most,
+    implausible,
+    marginal,
+)
 
 
 class Tracer(Protocol):
@@ -101,7 +109,12 @@ def run_cost_pass(
                 f"cost pass {tracer.node} {tool} repetition {repetition + 1}/{plan.repetitions}: "
                 f"{low.seconds + high.seconds:.1f}s"
             )
-    return {tool: marginal(tracer.node, pairs[tool]) for tool in tools}
+    costs = {tool: marginal(tracer.node, pairs[tool]) for tool in tools}
+    for cost in costs.values():
+        problem = implausible(cost)
+        if problem:
+            raise ValueError(problem)
+    return costs
 
 
 def _traced_run(

@@ -17,6 +17,11 @@ from typing import Any
 INSTRUCTIONS = "instructions"
 SYSCALLS = "syscalls"
 TOOLS = (INSTRUCTIONS, SYSCALLS)
+#: Below these a count per request is not the request's work: a server cannot parse, route and
+#: answer an HTTP request in fewer instructions, nor without a receive and a send (even batched
+#: by epoll over one connection). A count under the floor means the processes that served the
+#: requests were not the ones counted (workers outside the trace, a second listener).
+PLAUSIBLE_FLOOR: Mapping[str, float] = {INSTRUCTIONS: 1000.0, SYSCALLS: 0.5}
 
 
 @dataclass(frozen=True)
@@ -105,6 +110,21 @@ def marginal(node: str, pairs: Sequence[tuple[TraceCount, TraceCount]]) -> Margi
         by_name={name: float(statistics.median(values)) for name, values in per_name.items()},
         requests=(first_low.requests, first_high.requests),
         seconds=sum(low.seconds + high.seconds for low, high in pairs),
+    )
+
+
+def implausible(cost: MarginalCost) -> str:
+    """Why ``cost`` cannot be a count of the requests' work (a repetition under the tool's
+    :data:`PLAUSIBLE_FLOOR`, zero or negative), or "" when it can."""
+    floor = PLAUSIBLE_FLOOR.get(cost.tool, 0.0)
+    low = min(cost.per_request)
+    if low >= floor and low > 0:
+        return ""
+    values = ", ".join(f"{value:.3g}" for value in cost.per_request)
+    return (
+        f"{cost.tool} per request of {cost.node} counted {values} over {cost.requests[1] - cost.requests[0]} "
+        f"requests, below the {floor:g} any server spends on a request: the processes that served "
+        "them were not the ones counted (workers outside the trace, another listener on the port)"
     )
 
 

@@ -199,17 +199,18 @@ def test_exact_shape_keeps_the_request_and_sends_it_alone() -> None:
 
 
 class _LinearServer:
-    """A tracer whose counts are known: 5,000 to start, 20 instructions and 3 calls per request."""
+    """A tracer whose counts are known: 5,000 to start, 2,000 instructions and 3 calls per request."""
 
     node = "gw"
 
-    def __init__(self) -> None:
+    def __init__(self, per_request: float = 2_000.0) -> None:
         self.calls: list[tuple[str, int]] = []
+        self.per_request = per_request
 
     def count(self, tool: str, load: Callable[[str], int], requests: int, time_limit_s: float) -> TraceCount:
         self.calls.append((tool, requests))
         served = load("10.0.0.9:8000")
-        per = 20.0 if tool == "instructions" else 3.0
+        per = self.per_request if tool == "instructions" else 3.0
         return TraceCount(tool, requests, 5_000 + per * served, {"f": per * served})
 
 
@@ -224,7 +225,7 @@ def test_cost_pass_counts_low_and_high_per_repetition_and_tool() -> None:
 
     plan = CostPassPlan(low=200, high=1000, repetitions=2, time_limit_s=60.0)
     costs = run_cost_pass(server, ["instructions", "syscalls"], run, "http://172.18.0.3:8000/x", LoadShape(), plan)
-    assert costs["instructions"].per_request == (20.0, 20.0)
+    assert costs["instructions"].per_request == (2_000.0, 2_000.0)
     assert costs["syscalls"].by_name == {"f": 3.0}
     # the larger count first, as fast as it goes; the smaller one paced over the same 5 s
     assert server.calls == [("instructions", 1000), ("instructions", 200), ("syscalls", 1000), ("syscalls", 200)] * 2
@@ -235,6 +236,19 @@ def test_cost_pass_counts_low_and_high_per_repetition_and_tool() -> None:
         "cost pass of gw (candidate): syscalls under strace, 2 x (1000 - 200) requests, 0.0s; "
         "3.0 per request, spread 0.00%"
     ]
+
+
+@pytest.mark.parametrize("per_request", [0.0, -3.0, 40.0])
+def test_a_count_below_any_requests_work_is_an_error_not_a_small_cost(per_request: float) -> None:
+    """A trace that missed the serving processes (nginx's master counted, its workers not)
+    counts start-up only: its marginal cost is about zero and must not be judged as a cost."""
+
+    def run(url: str, shape: LoadShape) -> RoundResult:
+        return make_round(rps=int(shape.extra["requests"]) / 5, url=url)
+
+    plan = CostPassPlan(low=200, high=1000, repetitions=1, time_limit_s=60.0)
+    with pytest.raises(ValueError, match=r"instructions per request of gw counted .* below the 1000"):
+        run_cost_pass(_LinearServer(per_request), ["instructions"], run, "http://172.18.0.3:8000/x", LoadShape(), plan)
 
 
 def costs_by_tool(costs: dict[str, MarginalCost]) -> dict[str, dict[str, MarginalCost]]:
