@@ -8,6 +8,7 @@
     netperf images build [--force] [--only ROLE]
     netperf calibrate [PYTEST_ARGS ...]
     netperf locust-worker --master HOST:PORT [-f LOCUSTFILE]
+    netperf init [COMPOSE_FILE] [--tests-dir DIR] [--package SPEC] [--ci github,gitlab] [--force]
 
 Exit codes: 0 done, 1 a problem was found (corrupt baseline, Docker unavailable, …),
 2 usage error. A diff that shows a regression is not a problem: gating is pytest's job.
@@ -24,6 +25,7 @@ from typing import Optional, Sequence
 from pytest_netperf import defaults
 from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.cli import baseline as cli_baseline
+from pytest_netperf.cli import init as cli_init
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.settings import SETTING_HELP
 from pytest_netperf.version import __version__
@@ -71,6 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     build = image_commands.add_parser("build", help="build the local images (offline)")
     build.add_argument("--force", action="store_true", help="rebuild even when up to date")
     build.add_argument("--only", metavar="ROLE", help="build only this role (e.g. nginx)")
+
+    cli_init.add_parser(commands)
 
     calibrate = commands.add_parser(
         "calibrate",
@@ -127,6 +131,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return run_clean(everything=args.all, dry_run=args.dry_run)
     if args.command == "images":
         return run_images_build(args.force, args.only)
+    if args.command == "init":
+        return cli_init.run_init(args.compose_file, args.tests_dir, args.package, args.ci, args.force)
     if args.command == "locust-worker":
         return run_locust_worker(args.master, args.locustfile, args.version)
     return run_calibrate(extra[1:] if extra[:1] == ["--"] else extra)

@@ -28,7 +28,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("measure",),
     ("baseline",),
     ("report",),
-    ("settings",),
+    ("settings", "starter"),
     ("plugin", "cli"),
     ("(root)",),
 )

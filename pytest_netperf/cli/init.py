@@ -1,0 +1,156 @@
+"""``netperf init [COMPOSE_FILE]``: starter gates, pytest settings and CI jobs for a team's stack.
+
+Run in the repository's root. Asks nothing: every choice is an option, so it runs the same
+in a terminal and in CI. Exit 0 with the files written, 1 when it cannot go on (no Compose
+file, an invalid one, no proxy to gate, files it would overwrite); nothing is written then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from pytest_netperf.errors import NetperfError
+from pytest_netperf.version import __version__
+
+if TYPE_CHECKING:
+    from pytest_netperf.starter.survey import StackSurvey
+
+#: Compose's own default file names, in the order ``docker compose`` looks for them.
+DEFAULT_COMPOSE_FILES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
+
+
+def add_parser(commands: argparse._SubParsersAction) -> None:
+    """The ``init`` sub-command's arguments."""
+    init = commands.add_parser(
+        "init",
+        help="write starter gates, pytest settings and CI jobs for a Compose stack",
+        description="Read a Compose file (through `compose config`), find its HTTP proxies and write a "
+        "starter test module (throughput, latency and cost per request against the base revision), "
+        "the pytest settings and CI jobs for GitHub Actions and GitLab. Run it in the repository's root.",
+    )
+    init.add_argument("compose_file", nargs="?", type=Path, metavar="COMPOSE_FILE", help="default: compose.yaml, …")
+    init.add_argument("--tests-dir", default="tests/netperf", help="folder of the test module (default: %(default)s)")
+    init.add_argument(
+        "--package",
+        default=f"pytest-netperf=={__version__}",
+        help="what the CI jobs pip install: a requirement, a wheel's path or URL (default: %(default)s)",
+    )
+    init.add_argument(
+        "--ci",
+        default="github,gitlab",
+        help="CI jobs to write: github, gitlab, both comma-separated, or none (default: %(default)s)",
+    )
+    init.add_argument("--force", action="store_true", help="replace files that exist (pytest.ini: add the keys)")
+
+
+def run_init(
+    compose_file: Optional[Path], tests_dir: str, package: str, ci: str, force: bool, root: Optional[Path] = None
+) -> int:
+    """Survey the Compose file, then write every file or none; returns the exit code."""
+    # imported here: the Locust worker image runs this CLI without Compose's YAML library
+    from pytest_netperf.starter import files, render
+    from pytest_netperf.starter.survey import survey
+
+    root = (root or Path.cwd()).resolve()
+    began = time.monotonic()
+    try:
+        systems = _ci_systems(ci)
+        file = _compose_file(root, compose_file)
+        stack = survey(file)
+        plan = render.StarterPlan(
+            survey=stack,
+            compose_path=_relative(file, root),
+            tests_dir=tests_dir.strip("/") or ".",
+            package=package,
+            watched=_watched_folders(stack, root),
+        )
+        _check_proxies(stack)
+        written = files.plan_files(root, plan, systems, force)
+        files.write_files(root, written)
+    except NetperfError as exc:
+        print(f"netperf init: {exc}")
+        return 1
+    for service in stack.proxies_without_port:
+        print(
+            f"netperf init: not gated: service {service.name!r} ({service.image}) in {plan.compose_path} "
+            'neither publishes nor exposes a plain-HTTP port (add `expose: ["80"]` and run init again)'
+        )
+    for service in stack.proxies:
+        print(f"netperf init: gating {service.name} ({service.image}), HTTP on port {service.http_port}")
+    for planned in written.files:
+        print(f"netperf init: {planned.action:7} {planned.path}")
+    for note in written.notes:
+        print(f"netperf init: {note}")
+    print(
+        f"netperf init: done in {time.monotonic() - began:.1f}s. Next: check each gate's path= in "
+        f"{plan.test_module}, then `python -m pytest -m netperf {plan.tests_dir}` "
+        "(add --netperf-base main to measure against a branch)"
+    )
+    return 0
+
+
+def _ci_systems(text: str) -> list[str]:
+    from pytest_netperf.starter.files import CI_FILES
+
+    names = [name.strip().lower() for name in text.split(",") if name.strip()]
+    if names == ["none"]:
+        return []
+    unknown = [name for name in names if name not in CI_FILES]
+    if unknown or not names:
+        raise _UsageError(f"--ci {text!r}: choose from {', '.join(CI_FILES)} (comma-separated) or none")
+    return list(dict.fromkeys(names))
+
+
+class _UsageError(NetperfError):
+    """A bad option value."""
+
+
+def _compose_file(root: Path, given: Optional[Path]) -> Path:
+    if given is not None:
+        file = (root / given).resolve() if not given.is_absolute() else given
+        if not file.is_relative_to(root):
+            raise _UsageError(
+                f"Compose file {given} is outside {root}: run netperf init in the repository that holds it"
+            )
+        return file
+    for name in DEFAULT_COMPOSE_FILES:
+        if (root / name).is_file():
+            return root / name
+    raise _UsageError(f"no Compose file in {root} (looked for {', '.join(DEFAULT_COMPOSE_FILES)}); name one")
+
+
+def _check_proxies(stack: StackSurvey) -> None:
+    if stack.proxies:
+        return
+    services = ", ".join(f"{s.name} ({s.image or 'build:'})" for s in stack.services)
+    if stack.proxies_without_port:
+        names = ", ".join(repr(s.name) for s in stack.proxies_without_port)
+        raise _UsageError(
+            f"{stack.file}: service {names} neither publishes nor exposes a plain-HTTP port; "
+            'add `expose: ["80"]` (or its port) to it. Nothing was written'
+        )
+    raise _UsageError(
+        f"{stack.file} has no service that serves HTTP through a known proxy image "
+        f"(nginx, HAProxy, Envoy, Kong, Traefik, Caddy, httpd, Varnish); its services: {services}. "
+        "Nothing was written; write the gates by hand (README: 'Gate your own configs')"
+    )
+
+
+def _relative(path: Path, root: Path) -> str:
+    return path.resolve().relative_to(root).as_posix()
+
+
+def _watched_folders(stack: StackSurvey, root: Path) -> tuple[str, ...]:
+    """Folders under the root that the stack's services bind-mount (their configs), for the
+    GitHub job's ``paths:`` filter."""
+    folders: set[str] = set()
+    for service in stack.services:
+        for source in service.binds:
+            path = (root / source).resolve() if not source.is_absolute() else source
+            folder = path if path.is_dir() else path.parent
+            if folder != root and folder.is_relative_to(root):
+                folders.add(folder.relative_to(root).as_posix())
+    return tuple(sorted(folders))

@@ -1,0 +1,306 @@
+"""The text of the files ``netperf init`` writes: a starter test module, the pytest settings,
+and the CI jobs for GitHub Actions and GitLab. Pure functions of the survey.
+
+The budgets are ones an unchanged stack keeps on a shared 2-core runner (docs/budgets.md
+has the figures): throughput within 10% of the base, P90 within 10%, and the proxy's work
+per request counted under valgrind and strace within 1% and no more system calls.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pytest_netperf.starter.survey import ServiceSurvey, StackSurvey
+
+#: Proxies whose cost per request (valgrind, strace) is known to be counted in full; Go and
+#: JIT servers (Traefik, Caddy, Kong's LuaJIT) run badly or not at all under valgrind.
+COUNTED_PROXIES = frozenset({"nginx", "haproxy", "envoy"})
+#: The machine class the CI jobs record stored baselines under.
+GITHUB_MACHINE_CLASS = "gha-ubuntu-latest"
+GITLAB_MACHINE_CLASS = "gitlab-runner"
+#: Where the reports go (the CI jobs keep this folder as their artifact).
+REPORT_DIR = "netperf-report"
+_IDENTIFIER = re.compile(r"[^0-9a-zA-Z_]+")
+
+
+@dataclass(frozen=True)
+class StarterPlan:
+    """What ``netperf init`` writes about, besides the survey."""
+
+    survey: StackSurvey
+    #: the Compose file as the tests name it, relative to the pytest rootdir
+    compose_path: str
+    #: the folder of the test module, relative to the rootdir
+    tests_dir: str = "tests/netperf"
+    #: what the CI jobs ``pip install`` (a requirement, a wheel's path or URL)
+    package: str = "pytest-netperf"
+    #: the folders whose changes trigger the GitHub job (the stack's config folders)
+    watched: Sequence[str] = field(default_factory=tuple)
+
+    @property
+    def test_module(self) -> str:
+        """The test module's path, relative to the rootdir."""
+        return f"{self.tests_dir}/test_netperf_gates.py"
+
+
+def identifier(name: str) -> str:
+    """A Python identifier part for a service name: ``api-gw.v2`` -> ``api_gw_v2``."""
+    cleaned = _IDENTIFIER.sub("_", name).strip("_").lower()
+    return cleaned if cleaned and not cleaned[0].isdigit() else f"s_{cleaned}"
+
+
+def test_module(plan: StarterPlan) -> str:
+    """The starter test module: three gates per proxy against the base revision."""
+    others = [s for s in plan.survey.services if not s.proxy]
+    lines = [
+        f'"""Performance gates for the proxies of {plan.compose_path}, written by `netperf init`.',
+        "",
+        "On a pull request (`pytest -m netperf --netperf-base origin/main`) the stack is also stood up",
+        "from the base revision and both are loaded in the same rounds, so a verdict compares the",
+        "change with its base on the same runner at the same moment. Without --netperf-base, `base`",
+        "is this machine class's stored baseline: NEW until `--netperf-update-baseline` records one.",
+        "",
+        "Check each request below: path= (and host= for name-based virtual hosts) should be a",
+        "route the proxy really serves; errors == 0 fails a gate whose route answers 4xx or 5xx.",
+    ]
+    if others:
+        names = ", ".join(f"{s.name} ({s.image or 'built here'})" for s in others)
+        lines += ["", f"Services not gated here (not a known proxy): {names}."]
+    lines += [
+        '"""',
+        "",
+        "import pytest",
+        "",
+        "#: Relative to the pytest rootdir (the folder of pytest.ini).",
+        f"COMPOSE_FILE = {json.dumps(plan.compose_path)}",
+        "",
+        "",
+        '@pytest.fixture(scope="module")',
+        "def stack(netperf_compose):",
+        '    """The stack of COMPOSE_FILE, up once for this module and removed after the session."""',
+        "    return netperf_compose(COMPOSE_FILE)",
+    ]
+    for service in plan.survey.proxies:
+        lines += _service_gates(service)
+    return "\n".join(lines) + "\n"
+
+
+def _service_gates(service: ServiceSurvey) -> list[str]:
+    name, port, ident = service.name, service.http_port, identifier(service.name)
+    endpoint = f'stack.endpoint("{name}", port={port}, path="/")'
+    lines = [
+        "",
+        "",
+        f"# ----- {name} ({service.image}), HTTP on port {port}",
+        "",
+        "",
+        '@pytest.mark.netperf("rps >= 0.9x base", "errors == 0")',
+        f"def test_{ident}_throughput(netperf, stack):",
+        f'    """As many requests per second as {name} answers over 32 connections: the change keeps',
+        "    at least 90% of the base's throughput (unchanged stacks stay within 5% on a 2-core",
+        '    runner; a lost upstream keep-alive pool or an expensive regex costs far more)."""',
+        f"    netperf.measure({endpoint}, connections=32)",
+        "",
+        "",
+        '@pytest.mark.netperf("p90 <= 1.1x base", "errors == 0")',
+        f"def test_{ident}_latency(netperf, stack):",
+        f'    """A fixed 500 requests/s over 8 connections, well below what {name} can do: the change',
+        "    adds at most 10% to the 90th percentile latency. Raise the rate towards your real",
+        '    traffic; keep it below the throughput test\'s figure."""',
+        f"    netperf.measure({endpoint}, connections=8, rate=500)",
+    ]
+    if service.proxy in COUNTED_PROXIES:
+        lines += [
+            "",
+            "",
+            "@pytest.mark.netperf(",
+            f'    "instructions_per_request[{name}] <= 1.01x base",',
+            f'    "syscalls_per_request[{name}] <= 1.0x base",',
+            '    "errors == 0",',
+            ")",
+            f"def test_{ident}_cost_per_request(netperf, stack):",
+            f'    """What {name} does per request, counted rather than timed: a clone of its container runs',
+            "    under valgrind (instructions) and strace (system calls) for exact request counts, so",
+            "    the figure does not move with the runner's noise. The change may cost 1% more",
+            "    instructions and no more system calls per request; a failure names the functions and",
+            '    system calls that changed."""',
+            f"    netperf.measure({endpoint}, connections=8, rate=500)",
+        ]
+    return lines
+
+
+#: The pytest settings ``netperf init`` writes (ini key -> value).
+def ini_settings() -> dict[str, str]:
+    """Keys of the ``[pytest]`` section: stored baselines, shorter rounds, the reports."""
+    return {
+        "netperf_baseline_dir": ".netperf",
+        "netperf_round_duration": "2",
+        "netperf_report_dir": REPORT_DIR,
+        "netperf_json": f"{REPORT_DIR}/netperf.json",
+        "netperf_markdown": f"{REPORT_DIR}/netperf.md",
+        "netperf_html": f"{REPORT_DIR}/netperf.html",
+    }
+
+
+INI_COMMENT = (
+    "# pytest-netperf (written by `netperf init`): stored baselines in .netperf/ (commit them),\n"
+    "# 2 s rounds (5 to 15 per side, more only while a budget is undecided), reports in netperf-report/.\n"
+)
+
+
+def ini_file(settings: Mapping[str, str]) -> str:
+    """A whole pytest.ini holding ``settings``."""
+    return INI_COMMENT + "[pytest]\n" + "".join(f"{key} = {value}\n" for key, value in settings.items())
+
+
+def merged_ini(existing: str, settings: Mapping[str, str]) -> str:
+    """``existing`` pytest.ini text with the ``settings`` it lacks added to its ``[pytest]``
+    section (added at the top when it has none); every other line is kept as it was."""
+    present = {m.group(1) for m in re.finditer(r"(?m)^\s*([A-Za-z0-9_]+)\s*=", existing)}
+    missing = {key: value for key, value in settings.items() if key not in present}
+    if not missing:
+        return existing
+    added = "".join(f"{key} = {value}\n" for key, value in missing.items())
+    header = re.search(r"(?m)^\[pytest\]\s*$\n?", existing)
+    if header is None:
+        return INI_COMMENT + "[pytest]\n" + added + ("\n" + existing if existing.strip() else "")
+    cut = header.end()
+    return existing[:cut] + added + existing[cut:]
+
+
+def _image_steps(plan: StarterPlan, indent: str, set_env: Callable[[str, str], str]) -> list[str]:
+    """Shell lines that choose how the stack's images arrive (shared by both CI jobs);
+    ``set_env(name, value)`` is the job's way to hand a variable to its later steps."""
+    mapping = plan.survey.image_map()
+    roles = sorted({local.split("/", 1)[1].split(":", 1)[0] for local in mapping.values()})
+    flags = " ".join(f"--netperf-image {image}={local}" for image, local in sorted(mapping.items()))
+    lines = ["# A registry that answers: Compose pulls the file's own images and the gates run them."]
+    if roles:
+        lines += [
+            "# None (an air-gapped runner): the official proxy images are replaced by offline builds",
+            "# of the same products (netperf images build: Debian packages, no registry).",
+        ]
+    lines += [
+        'if docker compose version >/dev/null 2>&1; then COMPOSE="docker compose"; else COMPOSE=docker-compose; fi',
+        f"if $COMPOSE -f {plan.compose_path} pull --quiet; then",
+        "  " + set_env("NETPERF_PULL", "1"),
+    ]
+    if roles:
+        lines += [
+            "else",
+            "  command -v debootstrap >/dev/null ||",
+            "    { sudo apt-get update -qq && sudo apt-get install -y -qq debootstrap; }",
+            *[f"  netperf images build --only {role}" for role in roles],
+            "  " + set_env("PYTEST_ADDOPTS", f"$PYTEST_ADDOPTS {flags}"),
+        ]
+    lines.append("fi")
+    return [indent + line for line in lines]
+
+
+def github_workflow(plan: StarterPlan) -> str:
+    """``.github/workflows/netperf.yml``: base against head on every pull request that touches
+    the stack, the report as the job summary, a pull-request comment and an artifact."""
+    watched = [plan.compose_path, *[f"{folder}/**" for folder in plan.watched], f"{plan.tests_dir}/**"]
+    image_lines = _image_steps(plan, "          ", lambda name, value: f'echo "{name}={value}" >> "$GITHUB_ENV"')
+    return (
+        "\n".join(
+            [
+                "# Performance gate for pull requests that change the stack, written by `netperf init`:",
+                "# the pull request's head and its base branch are stood up side by side on the runner and",
+                "# measured in the same rounds. A red result blocks the merge where this check is required.",
+                "name: netperf",
+                "on:",
+                "  pull_request:",
+                f"    paths: [{', '.join(_quoted(path) for path in watched)}]",
+                "",
+                "permissions:",
+                "  contents: read",
+                "  pull-requests: write   # the comment",
+                "",
+                "jobs:",
+                "  netperf:",
+                "    runs-on: ubuntu-latest",
+                "    timeout-minutes: 45",
+                "    env:",
+                f"      NETPERF_PACKAGE: {_quoted(plan.package)}   # a requirement, or a wheel's path or URL",
+                "    steps:",
+                "      - uses: actions/checkout@v4",
+                "        with:",
+                "          fetch-depth: 0          # the base revision must be in the clone",
+                "      - uses: actions/setup-python@v5",
+                "        with:",
+                '          python-version: "3.11"',
+                "      - name: install pytest-netperf",
+                '        run: python -m pip install "$NETPERF_PACKAGE"',
+                "      - name: container images",
+                "        run: |",
+                *image_lines,
+                "      - name: base against head",
+                "        run: >-",
+                f"          python -m pytest -m netperf {plan.tests_dir}",
+                '          --netperf-base "origin/${GITHUB_BASE_REF}"',
+                f"          --netperf-machine-class {GITHUB_MACHINE_CLASS}",
+                "        # the markdown report is also added to the job summary ($GITHUB_STEP_SUMMARY)",
+                "      - name: comment on the pull request",
+                f"        if: always() && hashFiles('{REPORT_DIR}/netperf.md') != ''",
+                "        env:",
+                "          GH_TOKEN: ${{ github.token }}",
+                "        run: >-",
+                '          gh pr comment "${{ github.event.pull_request.number }}"'
+                f" --body-file {REPORT_DIR}/netperf.md --edit-last",
+                '          || gh pr comment "${{ github.event.pull_request.number }}"'
+                f" --body-file {REPORT_DIR}/netperf.md",
+                "      - if: always()",
+                "        uses: actions/upload-artifact@v4",
+                "        with:",
+                "          name: netperf",
+                f"          path: {REPORT_DIR}/",
+            ]
+        )
+        + "\n"
+    )
+
+
+def gitlab_job(plan: StarterPlan) -> str:
+    """``ci/netperf.gitlab-ci.yml``: the same gate on merge requests, for ``include:``."""
+    image_lines = _image_steps(plan, "      ", lambda name, value: f'export {name}="{value}"')
+    return (
+        "\n".join(
+            [
+                "# Performance gate for merge requests, written by `netperf init`. Add to .gitlab-ci.yml:",
+                "#   include:",
+                "#     - local: ci/netperf.gitlab-ci.yml",
+                "# Needs a runner with Docker and Python 3.10+ (a shell executor, or docker:dind with both).",
+                "netperf:",
+                "  stage: test",
+                "  rules:",
+                '    - if: $CI_PIPELINE_SOURCE == "merge_request_event"',
+                "  variables:",
+                '    GIT_DEPTH: "0"            # the base revision must be in the clone',
+                f"    NETPERF_PACKAGE: {_quoted(plan.package)}",
+                "  script:",
+                '    - git fetch origin "$CI_MERGE_REQUEST_TARGET_BRANCH_NAME"',
+                "    - python3 -m venv .netperf-venv && . .netperf-venv/bin/activate",
+                '    - python -m pip install "$NETPERF_PACKAGE"',
+                "    - |",
+                *image_lines,
+                "    - >-",
+                f"      python -m pytest -m netperf {plan.tests_dir}",
+                '      --netperf-base "origin/$CI_MERGE_REQUEST_TARGET_BRANCH_NAME"',
+                f"      --netperf-machine-class {GITLAB_MACHINE_CLASS} --junitxml {REPORT_DIR}/netperf.xml",
+                "  artifacts:",
+                "    when: always",
+                f"    paths: [{REPORT_DIR}/]",
+                "    reports:",
+                f"      junit: {REPORT_DIR}/netperf.xml",
+            ]
+        )
+        + "\n"
+    )
+
+
+def _quoted(text: str) -> str:
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
