@@ -21,7 +21,6 @@ from pathlib import Path
 import pytest
 import yaml
 from docker_helpers import git, skip_without_compose_stack_parts
-from package_build import build_wheel, fresh_venv, index_unreachable
 
 pytestmark = pytest.mark.docker
 
@@ -62,15 +61,10 @@ JOB_TIMEOUT_S = 900
 
 
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+def installed(wheel: Path, venv_bin: Path) -> tuple[Path, Path]:
     """(the wheel, the bin/ of a fresh venv it is installed in), outside the checkout."""
     skip_without_compose_stack_parts()
-    reason = index_unreachable()
-    if reason:
-        pytest.skip(reason)
-    folder = tmp_path_factory.mktemp("adoption")
-    wheel = build_wheel(folder / "dist")
-    return wheel, fresh_venv(folder / "venv", wheel)
+    return wheel, venv_bin
 
 
 @pytest.fixture(scope="module")
