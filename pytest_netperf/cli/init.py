@@ -73,6 +73,10 @@ def run_init(
     except NetperfError as exc:
         print(f"netperf init: {exc}")
         return 1
+    for service in stack.services:
+        ports = ", ".join(str(port) for port in service.ports) or "none"
+        kind = f"{service.proxy} proxy" if service.proxy else "not a known proxy"
+        print(f"netperf init: service {service.name} ({service.image or 'build:'}): ports {ports}; {kind}")
     for service in stack.proxies_without_port:
         print(
             f"netperf init: not gated: service {service.name!r} ({service.image}) in {plan.compose_path} "

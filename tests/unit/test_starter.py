@@ -240,6 +240,7 @@ def test_init_writes_gates_that_collect_and_refuses_to_overwrite_them(
     out = _init(tmp_path, "--ci", "github", capsys=capsys, monkeypatch=monkeypatch)
     assert out.startswith("0\n"), out
     assert "gating edge (nginx:1.27), HTTP on port 80" in out
+    assert "service edge (nginx:1.27): ports 80; nginx proxy" in out
     workflow = yaml.safe_load((tmp_path / ".github/workflows/netperf.yml").read_text())
     assert workflow[True]["pull_request"]["paths"] == ["docker-compose.yml", "conf/**", "tests/netperf/**"]
     collected = subprocess.run(
