@@ -8,6 +8,7 @@ file publishes or exposes, preferring the usual plain-HTTP ones.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +35,7 @@ PROXY_IMAGES: Mapping[str, str] = {
 #: Ports that usually carry plain HTTP, best first; TLS ports (443, 8443) are never picked.
 HTTP_PORTS: tuple[int, ...] = (80, 8080, 8000, 10000, 3000, 5000, 8081, 8888)
 TLS_PORTS = frozenset({443, 8443})
+_FROM = re.compile(r"(?im)^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)")
 #: Seconds ``compose config`` may take.
 CONFIG_TIMEOUT_S = 60.0
 
@@ -91,6 +93,8 @@ class StackSurvey:
 
 def proxy_product(image: str) -> str:
     """``nginx:1.27`` -> ``nginx``; ``envoyproxy/envoy:v1.31-latest`` -> ``envoy``; unknown -> ""."""
+    if not image:
+        return ""
     name = image.split("@", 1)[0].rsplit("/", 1)[-1].split(":", 1)[0].lower()
     return PROXY_IMAGES.get(name, "")
 
@@ -110,18 +114,34 @@ def bind_sources(service: Mapping[str, Any]) -> tuple[Path, ...]:
     return tuple(found)
 
 
+def built_from(service: Mapping[str, Any]) -> str:
+    """The image a service with ``build:`` starts from: the last ``FROM`` of its Dockerfile
+    (``FROM nginx:1.27-alpine AS edge`` -> ``nginx:1.27-alpine``), or "" when unreadable."""
+    build = service.get("build")
+    if not isinstance(build, Mapping) or not build.get("context"):
+        return ""
+    dockerfile = Path(str(build["context"])) / str(build.get("dockerfile") or "Dockerfile")
+    try:
+        text = dockerfile.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    bases = [match.group(1) for match in _FROM.finditer(text)]
+    return bases[-1] if bases else ""
+
+
 def classify(config: Mapping[str, Any], file: Path) -> StackSurvey:
     """The survey of an already normalised Compose configuration (``compose config`` output)."""
     services = []
     for name, service in sorted(P.services_of(config).items()):
         image = str(service.get("image") or "")
+        base = "" if image and service.get("build") is None else built_from(service)
         services.append(
             ServiceSurvey(
                 name=name,
-                image=image,
+                image=image or (f"built FROM {base}" if base else ""),
                 ports=tuple(P.known_ports(service)),
-                proxy=proxy_product(image) if image else "",
-                local_image=(P.local_equivalent(image) or "") if image else "",
+                proxy=proxy_product(base or image),
+                local_image=(P.local_equivalent(image) or "") if image and not base else "",
                 binds=bind_sources(service),
             )
         )

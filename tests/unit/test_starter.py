@@ -64,6 +64,27 @@ def test_bind_sources_read_both_compose_versions_output() -> None:
     assert classify(v1, Path("c.yml")).services[0].binds == (Path("/r/conf"),)
 
 
+def test_a_service_built_from_a_proxy_image_is_a_proxy(tmp_path: Path) -> None:
+    (tmp_path / "edge").mkdir()
+    (tmp_path / "edge" / "Dockerfile.edge").write_text(
+        "FROM golang:1.22 AS tools\nRUN true\nFROM --platform=linux/amd64 nginx:1.27-alpine AS edge\nCOPY x /\n"
+    )
+    config = {
+        "services": {
+            "edge": {"build": {"context": str(tmp_path / "edge"), "dockerfile": "Dockerfile.edge"}, "expose": ["80"]},
+            "gone": {"build": {"context": str(tmp_path / "missing")}, "expose": ["80"]},
+        }
+    }
+    edge, gone = classify(config, Path("c.yml")).services
+    assert (edge.proxy, edge.image, edge.local_image, edge.http_port) == (
+        "nginx",
+        "built FROM nginx:1.27-alpine",
+        "",
+        80,
+    )
+    assert (gone.proxy, gone.image) == ("", "")
+
+
 def _plan(config: dict = CONFIG, **kwargs: object) -> render.StarterPlan:
     return render.StarterPlan(survey=classify(config, Path("compose.yml")), compose_path="compose.yml", **kwargs)
 
