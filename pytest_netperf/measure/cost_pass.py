@@ -146,7 +146,7 @@ def cost_pass_problem(url: str, tracer: Optional[Tracer], driver: str) -> str:
         return (
             f"{url} cannot be traced: the cost pass clones the node that serves a target, so it needs an endpoint "
             "of netperf_topology or netperf_compose whose node has a network namespace a clone can take (not a "
-            "plain URL, a node on the host network, or a Compose service sharing another's network)"
+            "plain URL or a node on the host network)"
         )
     if driver != "rust":
         return f"the cost pass sends exact request counts with the rust driver; this series uses {driver}"

@@ -148,3 +148,65 @@ def test_a_stored_baseline_keeps_the_counts_and_judges_the_next_run(pytester: py
     found = rows(pytester)
     assert {row["verdict"] for row in found.values()} == {"PASS"}, found
     assert {row["reference"] for row in found.values()} == {"baseline"}
+
+
+SIDECAR_COMPOSE = """
+services:
+  app:
+    image: pytest-netperf/echo:local
+    command: ["netperf-driver", "echo", "--listen", "0.0.0.0:8080", "--id", "app"]
+    expose: ["8080", "80"]
+  edge:
+    # a sidecar in the app's network namespace, reaching it over loopback
+    image: pytest-netperf/nginx:local
+    network_mode: "service:app"
+    volumes: ["./sidecar.conf:/etc/nginx/conf.d/default.conf:ro"]
+    depends_on: [app]
+"""
+SIDECAR_CONF = """
+upstream local_app {
+    server 127.0.0.1:8080;
+    keepalive 8;
+}
+server {
+    listen 80 default_server;
+    access_log off;
+    location / {
+        proxy_http_version 1.1;
+        proxy_set_header Connection "";
+        proxy_pass http://local_app;
+    }
+}
+"""
+
+
+def test_a_compose_sidecar_in_another_services_network_is_counted(pytester: pytest.Pytester) -> None:
+    """``network_mode: service:app``: the edge's clone joins a plain clone of the app, so it
+    forwards over loopback as the real one does, and its cost per request is counted."""
+    (pytester.path / "docker-compose.yml").write_text(SIDECAR_COMPOSE)
+    (pytester.path / "sidecar.conf").write_text(SIDECAR_CONF)
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.netperf("instructions_per_request[edge] <= 60k", "syscalls_per_request[edge] <= 20")
+        def test_sidecar(netperf, netperf_compose):
+            stack = netperf_compose("docker-compose.yml")
+            netperf.measure(stack.endpoint("edge", port=80, path="/"), connections=2, rate=200)
+        """
+    )
+    result = pytester.runpytest_subprocess(
+        "--netperf-rounds=2",
+        "--netperf-max-rounds=2",
+        "--netperf-duration=0.3",
+        "--netperf-cost-requests=300",
+        "--netperf-cost-repetitions=2",
+        "--netperf-json=results.json",
+        "-p",
+        "no:cacheprovider",
+    )
+    assert result.ret == 0, result.stdout.str()[-4000:]
+    found = rows(pytester)
+    for budget in ("instructions_per_request[edge] <= 60k", "syscalls_per_request[edge] <= 20"):
+        assert found[budget]["verdict"] == "PASS", found[budget]
+        assert "cost pass of edge (candidate)" in notes(found[budget])

@@ -388,14 +388,15 @@ class ComposeStack:
         endpoint = self._endpoint(service, port, path, host, via_dns, guard, address, network)
         return replace(endpoint, base_note=self.base_note, base_error=self.base_error)
 
-    def tracer(self, service: str, port: int) -> NodeTracer | None:
-        """Traced clones of ``service``'s first container serving on ``port`` (the cost pass), or
-        None when it shares another container's network (a clone could not take its port)."""
+    def tracer(self, service: str, port: int) -> NodeTracer:
+        """Traced clones of ``service``'s first container serving on ``port`` (the cost pass). A
+        service in another's network namespace (``network_mode: service:X``, a sidecar) is
+        traced in a clone that joins a plain clone of X, as it joins X itself."""
         container = self.service(service)[0]
-        if self._root_container(service, container).id != container.id:
-            return None
-        network, _, _, _ = self._attachment(service, container)
-        return NodeTracer(self._client, container, service, network, port)
+        root = self._root_container(service, container)
+        network, _, _, _ = self._attachment(service, root)
+        companion = root if root.id != container.id else None
+        return NodeTracer(self._client, container, service, network, port, companion=companion)
 
     def _endpoint(
         self,
