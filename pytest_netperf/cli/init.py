@@ -8,6 +8,7 @@ file, an invalid one, no proxy to gate, files it would overwrite); nothing is wr
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -71,7 +72,7 @@ def run_init(
         written = files.plan_files(root, plan, systems, force)
         files.write_files(root, written)
     except NetperfError as exc:
-        print(f"netperf init: {exc}")
+        print(f"netperf init: {exc}", file=sys.stderr)
         return 1
     for service in stack.services:
         ports = ", ".join(str(port) for port in service.ports) or "none"

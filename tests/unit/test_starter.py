@@ -213,8 +213,8 @@ def _compose_or_skip() -> None:
 def _init(root: Path, *args: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.chdir(root)
     code = main(["init", *args])
-    out = capsys.readouterr().out
-    return f"{code}\n{out}"
+    said = capsys.readouterr()
+    return f"{code}\n{said.out}{said.err}"
 
 
 @pytest.mark.parametrize(
