@@ -1,4 +1,4 @@
-"""The ``netperf`` command: baselines, Docker cleanup, image builds, calibration.
+"""The ``netperf`` command: starter gates, baselines, Docker cleanup, image builds, calibration.
 
     netperf baseline show [TEST_ID_OR_GLOB] [--dir .netperf]
     netperf baseline diff [TEST_ID_OR_GLOB] [--dir .netperf]
@@ -37,7 +37,7 @@ _PYTEST_USAGE_ERROR = 4
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``netperf`` command."""
     parser = argparse.ArgumentParser(
-        prog="netperf", description="pytest-netperf: baselines, cleanup, images, calibration."
+        prog="netperf", description="pytest-netperf: starter gates, baselines, cleanup, images, calibration."
     )
     parser.add_argument("--version", action="version", version=f"pytest-netperf {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
