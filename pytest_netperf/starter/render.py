@@ -132,7 +132,6 @@ def _service_gates(service: ServiceSurvey) -> list[str]:
     return lines
 
 
-#: The pytest settings ``netperf init`` writes (ini key -> value).
 def ini_settings() -> dict[str, str]:
     """Keys of the ``[pytest]`` section: stored baselines, shorter rounds, the reports."""
     return {
