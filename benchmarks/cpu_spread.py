@@ -33,6 +33,7 @@ from pathlib import Path
 
 from gate_power import set_cpus, topology
 
+from pytest_netperf import defaults
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.images.resolve import resolve_image
@@ -144,13 +145,17 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=0.25)
     parser.add_argument("--cores", type=float, default=1.0, help="CPU quota of each echo container")
     parser.add_argument("--idle", type=float, default=3.0, help="seconds of idle CPU read per server")
+    parser.add_argument(
+        "--arrival", default=defaults.ARRIVAL, help="gaps of the load, compared pair by pair: poisson, constant or both"
+    )
     args = parser.parse_args()
+    arrivals = [part.strip() for part in args.arrival.split(",")]
     signal.signal(signal.SIGTERM, _interrupt)
     session = f"spread{uuid.uuid4().hex[:6]}"
     runtime = DockerRuntime(session, {"echo": resolve_image("echo")}, core_split=None)
-    shape = LoadShape(rate=args.rate, connections=args.connections, duration_s=args.duration, warmup_s=args.warmup)
-    shape = replace(shape, extra={"max_lag": "5ms"})
-    pairs: dict[str, list[tuple[Round, Round]]] = {d: [] for d in (ALTERNATE, SIMULTANEOUS)}
+    pairs: dict[tuple[str, str], list[tuple[Round, Round]]] = {
+        (d, a): [] for a in arrivals for d in (ALTERNATE, SIMULTANEOUS)
+    }
     first_vs_second: list[float] = []
     try:
         ref_stack, cand_stack = runtime.up(topology("ref")), runtime.up(topology("cand"))
@@ -160,24 +165,29 @@ def main() -> None:
         idle = statistics.fmean([idle_rate(ref, args.idle), idle_rate(cand, args.idle)])
         drivers = (make_driver("rust", None), make_driver("rust", None))
         for side in (ref, cand):  # first connections and caches: not a pair
-            measure(side, shape, drivers[0])
+            measure(side, load_shape(args, arrivals[0], 0), drivers[0])
         for index in range(args.pairs):
-            for design in pairs:
+            for design, arrival in pairs:
+                shape = load_shape(args, arrival, 2 * index)
+                other = load_shape(args, arrival, 2 * index + 1)  # each side its own Poisson schedule
                 if design == SIMULTANEOUS:
                     c, r = run_side_by_side(
-                        [lambda: measure(cand, shape, drivers[0]), lambda: measure(ref, shape, drivers[1])]
+                        [
+                            lambda s=shape: measure(cand, s, drivers[0]),  # type: ignore[misc]
+                            lambda s=other: measure(ref, s, drivers[1]),  # type: ignore[misc]
+                        ]
                     )
                 else:
                     cand_first = index % 2 == 1
                     if cand_first:
                         c = measure(cand, shape, drivers[0])
-                        r = measure(ref, shape, drivers[0])
+                        r = measure(ref, other, drivers[0])
                     else:
-                        r = measure(ref, shape, drivers[0])
+                        r = measure(ref, other, drivers[0])
                         c = measure(cand, shape, drivers[0])
                     first, second = (c, r) if cand_first else (r, c)
                     first_vs_second.append(math.log(first.total / second.total))
-                pairs[design].append((c, r))
+                pairs[(design, arrival)].append((c, r))
             if (index + 1) % 10 == 0:
                 print(f"{index + 1}/{args.pairs} pairs", flush=True)
     finally:
@@ -186,17 +196,31 @@ def main() -> None:
     report(pairs, first_vs_second, idle, args)
 
 
+def load_shape(args: argparse.Namespace, arrival: str, seed: int) -> LoadShape:
+    """One side's round: the benchmark's rate and window, ``arrival`` gaps, its own Poisson seed."""
+    shape = LoadShape(
+        rate=args.rate, connections=args.connections, duration_s=args.duration, warmup_s=args.warmup, arrival=arrival
+    )
+    return replace(shape, extra={"max_lag": "5ms", "seed": seed})
+
+
 def report(
-    pairs: dict[str, list[tuple[Round, Round]]], first_vs_second: list[float], idle: float, args: argparse.Namespace
+    pairs: dict[tuple[str, str], list[tuple[Round, Round]]],
+    first_vs_second: list[float],
+    idle: float,
+    args: argparse.Namespace,
 ) -> None:
     print()
     print(f"{args.pairs} pairs per design at {args.rate:g} rps, {args.duration:g} s rounds, {args.cores:g} cores each")
-    print("| design | spread of log(cand/ref): CPU per request | P90 | lag-1 CPU / P90 | mean cand/ref: CPU / P90 |")
-    print("|---|---|---|---|---|")
-    for design, items in pairs.items():
+    print(
+        "| design | arrivals | spread of log(cand/ref): CPU per request | P90 | lag-1 CPU / P90 "
+        "| mean cand/ref: CPU / P90 |"
+    )
+    print("|---|---|---|---|---|---|")
+    for (design, arrival), items in pairs.items():
         cpu, p90 = log_ratios(items, "total"), log_ratios(items, "p90")
         print(
-            f"| {design} | {_stdev(cpu):.1%} | {_stdev(p90):.1%} | {lag1(cpu):+.2f} / {lag1(p90):+.2f} "
+            f"| {design} | {arrival} | {_stdev(cpu):.1%} | {_stdev(p90):.1%} | {lag1(cpu):+.2f} / {lag1(p90):+.2f} "
             f"| {math.exp(statistics.fmean(cpu)):.3f} / {math.exp(statistics.fmean(p90)):.3f} |"
         )
     rounds = [x for items in pairs.values() for pair in items for x in pair]

@@ -16,6 +16,7 @@ cpu +5%      cand?burn=X vs ref; X is 5% of ref's measured CPU per request   cpu
              (--calibrate-burn: X scaled until it adds 5% as measured)
 p90 A/A      cand vs ref at a fixed --rate                                   p90 <= 1.025x reference
 p90 +5%      cand?burn=X vs ref; X is 5% of ref's measured P90 (CPU spin)    p90 <= 1.025x reference
+             (--calibrate-burn: X scaled until it adds 5% as measured)
 rps A/A      cand vs ref, closed loop, --closed-connections                  rps >= 0.975x reference
 rps -5%      cand limited to 95% of ref's CPU quota, closed loop             rps >= 0.975x reference
 ===========  ==============================================================  ====================================
@@ -27,7 +28,8 @@ script also judges the other metrics once (``cpu_per_request[*] <= 1.05x``, ``p9
 calibration (ref's CPU per request and P90) is measured once, before any gate.
 
 Usage: python benchmarks/gate_power.py [--gates 20] [--only cpu,p90,rps] [--design alternate,simultaneous]
-       [--rate 2000] [--duration 0.5] [--min-rounds 6] [--max-rounds 32]
+       [--rate 2000] [--arrival poisson|constant] [--calibrate-burn] [--duration 0.5] [--min-rounds 6]
+       [--max-rounds 32]
 Needs Docker and the local images (`netperf images build`). Everything started is removed.
 """
 
@@ -151,15 +153,15 @@ def calibrate(args: argparse.Namespace, ref: object) -> tuple[float, float]:
         settings(args, "alternate"),
         lambda n, r: make_driver("rust", r),
     )
-    m = gate.compare(ref, ref, rate=args.rate, connections=args.connections, rounds=6)
+    m = gate.compare(ref, ref, rounds=6, **fixed_shape(args))
     assert m.reference is not None
     cpu_ns = statistics.median(m.reference.values("cpu_per_request[echo]"))
     p90_us = statistics.median(m.reference.values("p90")) / 1e3
     return cpu_ns, p90_us
 
 
-def effect_of_burn(args: argparse.Namespace, ref: object, cand: object, burn_us: float) -> float:
-    """CPU per request of ``cand?burn=burn_us`` over ``ref``'s (median of 16 simultaneous pairs)."""
+def effect_of_burn(args: argparse.Namespace, ref: object, cand: object, burn_us: float, metric: str) -> float:
+    """``metric`` of ``cand?burn=burn_us`` over ``ref``'s (median of 16 simultaneous pairs)."""
     gate = Gate(
         "gate_power::burn",
         [parse_budget(BUDGETS["cpu"])],
@@ -167,27 +169,31 @@ def effect_of_burn(args: argparse.Namespace, ref: object, cand: object, burn_us:
         lambda n, r: make_driver("rust", r),
     )
     burnt = with_query(cand, burn=f"{burn_us:.3f}us")
-    m = gate.compare(burnt, ref, rate=args.rate, connections=args.connections, rounds=16)
+    m = gate.compare(burnt, ref, rounds=16, **fixed_shape(args))
     assert m.reference is not None
-    metric = "cpu_per_request[echo]"
     return statistics.median(c / r for c, r in zip(m.candidate.values(metric), m.reference.values(metric), strict=True))
 
 
-def calibrated_burn(args: argparse.Namespace, ref: object, cand: object, cost_ns: float) -> float:
-    """The burn (us) that adds :data:`INJECTED` to CPU per request as measured, not as asked:
-    a sub-microsecond burn costs about twice its nominal time in the loaded containers."""
-    burn_us = cost_ns * INJECTED / 1e3
+def calibrated_burn(args: argparse.Namespace, ref: object, cand: object, burn_us: float, metric: str) -> float:
+    """The burn (us) that adds :data:`INJECTED` to ``metric`` as measured, not as asked, from
+    the first guess ``burn_us``: a sub-microsecond burn costs about twice its nominal time
+    in the loaded containers, and a spin moves P90 by its own length plus what queues behind it."""
     for _ in range(2):
-        effect = effect_of_burn(args, ref, cand, burn_us) - 1.0
-        print(f"calibration: burn={burn_us:.3f}us adds {effect:+.1%} to CPU per request", flush=True)
+        effect = effect_of_burn(args, ref, cand, burn_us, metric) - 1.0
+        print(f"calibration: burn={burn_us:.3f}us adds {effect:+.1%} to {metric}", flush=True)
         if effect <= 0:
             break
         burn_us *= INJECTED / effect
     return burn_us
 
 
+def fixed_shape(args: argparse.Namespace) -> dict:
+    """The load of the cpu and p90 gates: a fixed rate over --connections, --arrival gaps."""
+    return {"rate": args.rate, "connections": args.connections, "arrival": args.arrival}
+
+
 def scenarios(args: argparse.Namespace, ref: object, cand: object) -> list[tuple[str, str, object, object, dict]]:
-    fixed = {"rate": args.rate, "connections": args.connections}
+    fixed = fixed_shape(args)
     closed = {"connections": args.closed_connections}
     plan: list[tuple[str, str, object, object, dict]] = []
     if {"cpu", "p90"} & args.only:
@@ -198,14 +204,19 @@ def scenarios(args: argparse.Namespace, ref: object, cand: object) -> list[tuple
             flush=True,
         )
         if "cpu" in args.only:
-            burn_us = calibrated_burn(args, ref, cand, cost_ns) if args.calibrate_burn else cost_ns * INJECTED / 1e3
+            burn_us = cost_ns * INJECTED / 1e3
+            if args.calibrate_burn:
+                burn_us = calibrated_burn(args, ref, cand, burn_us, "cpu_per_request[echo]")
             burn = f"{burn_us:.3f}us"
             plan.append(("cpu A/A", BUDGETS["cpu"], cand, ref, fixed))
             plan.append((f"cpu +5% (burn={burn})", BUDGETS["cpu"], with_query(cand, burn=burn), ref, fixed))
         if "p90" in args.only:
             # CPU spent per request adds to each response's time exactly; a sleep of a few
             # microseconds lasts as long as the kernel's timer slack (+20-30% measured, not 5%)
-            spin = f"{p90_us * INJECTED:.2f}us"
+            spin_us = p90_us * INJECTED
+            if args.calibrate_burn:
+                spin_us = calibrated_burn(args, ref, cand, spin_us, "p90")
+            spin = f"{spin_us:.3f}us"
             plan.append(("p90 A/A", BUDGETS["p90"], cand, ref, fixed))
             plan.append((f"p90 +5% (burn={spin})", BUDGETS["p90"], with_query(cand, burn=spin), ref, fixed))
     if "rps" in args.only:
@@ -229,7 +240,10 @@ def main() -> None:
     parser.add_argument(
         "--calibrate-burn",
         action="store_true",
-        help="scale the CPU burn until it adds 5%% as measured (16 simultaneous pairs per try, two tries)",
+        help="scale each burn until it adds 5%% to its metric as measured (16 simultaneous pairs per try, two tries)",
+    )
+    parser.add_argument(
+        "--arrival", default=defaults.ARRIVAL, choices=("poisson", "constant"), help="gaps of the fixed-rate loads"
     )
     parser.add_argument("--connections", type=int, default=8, help="connections at the fixed rate")
     parser.add_argument("--closed-connections", type=int, default=32, help="connections of the rps gates")

@@ -38,6 +38,13 @@ INCONCLUSIVE = "change"
 #: and a -5% throughput change in 14 of 15 gates where alternating ones caught 8 of 15, in a
 #: third to a quarter of the time, with no false FAIL in 90 unchanged gates.
 DESIGN = "auto"
+#: Arrivals of a fixed-rate (open-loop) load when a test names none: ``poisson``
+#: (exponential gaps; the Rust driver gets a new seed per side and round) or ``constant``.
+#: Constant gaps keep one phase against the other side's load, the runner's timers and each
+#: other for a whole round, and that phase sets the round's latency: P90 of two identical
+#: echo containers loaded at once differed by 24-43% per pair of rounds with constant gaps,
+#: 4.2% with Poisson gaps (benchmarks/cpu_spread.py --arrival constant,poisson).
+ARRIVAL = "poisson"
 #: A stored baseline of another machine class only: new (not used: NEW), warn (used, with a warning) or fail.
 FINGERPRINT_MISMATCH = "new"
 #: Open loop: the driver's schedule-lag p99 (ms) above which a round is INVALID.

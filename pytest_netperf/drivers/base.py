@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional, Protocol
 
+from pytest_netperf import defaults
 from pytest_netperf.results.model import RoundResult
 
 
@@ -12,8 +13,8 @@ from pytest_netperf.results.model import RoundResult
 class LoadShape:
     """What load to apply in one round.
 
-    ``rate`` set means open-loop constant (or Poisson) arrivals, measured from the
-    intended send time; ``rate`` unset means closed-loop with ``connections`` workers.
+    ``rate`` set means open-loop arrivals (``arrival``: Poisson by default, or constant),
+    measured from the intended send time; ``rate`` unset means closed-loop with ``connections`` workers.
     """
 
     connections: int = 1
@@ -25,7 +26,7 @@ class LoadShape:
     method: str = "GET"
     headers: tuple[tuple[str, str], ...] = ()
     body_size: int = 0
-    arrival: str = "constant"
+    arrival: str = defaults.ARRIVAL
     new_connection_per_request: bool = False
     interval_s: float = 1.0
     #: L4 rounds: bytes per request and response (tcp://), per write (iperf3 TCP) or per
@@ -57,7 +58,7 @@ class LoadShape:
             parts.append(f"{self.body_size}-byte body")
         if self.new_connection_per_request:
             parts.append("a new connection per request")
-        if self.rate and self.arrival != "constant":
+        if self.rate:
             parts.append(f"{self.arrival} arrivals")
         return ", ".join(parts) + f"; {self.describe()}"
 

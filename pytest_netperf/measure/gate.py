@@ -32,7 +32,7 @@ from pytest_netperf.measure.cost_pass import (
 from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS, round_groups, run_side_by_side
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike, WireCounter
 from pytest_netperf.measure.gate_settings import GateSettings
-from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
+from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option, round_seed
 from pytest_netperf.measure.system_costs import (
     CostProbe,
     check_probes,
@@ -487,6 +487,8 @@ class Gate:
         shape = series.shape
         if series.rounds:  # warm already: the new connections only need to settle
             shape = replace(shape, warmup_s=min(shape.warmup_s, self.settings.round_warmup_s))
+        if shape.rate and shape.arrival == "poisson":  # read by the Rust driver (--seed)
+            shape = replace(shape, extra={**shape.extra, "seed": round_seed(series.label, len(series.rounds))})
         driver = _driver_of(series, where)
         needs_costs = bool(self._system_budgets)
 

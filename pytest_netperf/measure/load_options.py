@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 from pytest_netperf import defaults
@@ -68,3 +69,9 @@ def check_load_option(given: str, name: str, value: Any) -> Any:
     if name == "new_connection_per_request" and not isinstance(value, bool):
         raise bad("True or False")
     return value
+
+
+def round_seed(label: str, round_index: int) -> int:
+    """The arrival seed of one side's round: distinct for every side and round (so no two loads
+    of a comparison share a schedule), the same on every run (so runs are reproducible)."""
+    return zlib.crc32(label.encode()) * 1_000_003 + round_index
