@@ -43,6 +43,8 @@ import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from scipy.stats import beta
+
 from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers import make_driver
@@ -319,10 +321,10 @@ def summarize(runs: list[GateRun], total_s: float) -> None:
         by_cell[(run.scenario, run.design)].append(run)
     print()
     print(
-        "| scenario | design | gate budget | gates | FAIL | INVALID | rounds (median, max) "
-        "| s to verdict (median, max) | same rounds: cpu / p90 / rps FAIL |"
+        "| scenario | design | gate budget | gates | FAIL (95% upper bound) | INVALID | median estimate (sd) "
+        "| rounds (median, max) | s to verdict (median, max) | same rounds: cpu / p90 / rps FAIL |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for (scenario, design), items in by_cell.items():
         budget = BUDGETS[scenario.split()[0]]
         invalid = sum(r.status is Status.INVALID for r in items)
@@ -330,13 +332,22 @@ def summarize(runs: list[GateRun], total_s: float) -> None:
         fails = sum(r.status is Status.FAIL for r in judged)
         rounds = [r.rounds for r in judged]
         seconds = [r.seconds for r in judged]
+        estimates = [r.estimate for r in judged if r.estimate == r.estimate] or [float("nan")]
+        spread = statistics.stdev(estimates) / statistics.median(estimates) if len(estimates) > 1 else float("nan")
         side = Counter(k for r in items for k, v in r.side.items() if v is Status.FAIL)
         print(
-            f"| {scenario} | {design} | `{budget}` | {len(items)} | {fails} ({fails / len(judged):.0%}) | {invalid} "
+            f"| {scenario} | {design} | `{budget}` | {len(items)} | {fails} ({fails / len(judged):.0%}, "
+            f"{upper_bound(fails, len(judged)):.0%}) | {invalid} "
+            f"| {statistics.median(estimates):.3f}x ({spread:.1%}) "
             f"| {statistics.median(rounds):g}, {max(rounds)} | {statistics.median(seconds):.0f}, {max(seconds):.0f} "
             f"| {side['cpu']} / {side['p90']} / {side['rps']} |"
         )
     print(f"\n{len(runs)} gates in {total_s / 60:.1f} min")
+
+
+def upper_bound(events: int, trials: int, confidence: float = 0.95) -> float:
+    """One-sided Clopper-Pearson upper bound of a rate seen ``events`` times in ``trials``."""
+    return 1.0 if events >= trials else float(beta.ppf(confidence, events + 1, trials - events))
 
 
 if __name__ == "__main__":
