@@ -110,7 +110,8 @@ def test_latency_reflects_a_known_server_delay(echo_url: str) -> None:
 
 def test_paced_round_holds_the_rate(echo_url: str) -> None:
     driver = LocustDriver()
-    result = driver.run(f"{echo_url}/", LoadShape(connections=2, rate=100.0, warmup_s=0.5, duration_s=2.0))
+    shape = LoadShape(connections=2, rate=100.0, warmup_s=0.5, duration_s=2.0, arrival="constant")
+    result = driver.run(f"{echo_url}/", shape)
     assert result.mode == "open" and result.requested_rps == 100.0
     assert result.schedule_lag is None
     assert result.client.achieved_ratio == pytest.approx(1.0, abs=0.05)
@@ -120,7 +121,8 @@ def test_paced_round_holds_the_rate(echo_url: str) -> None:
 
 def test_master_with_two_workers_merges_both(echo_url: str) -> None:
     driver = LocustDriver(workers=2)
-    result = driver.run(f"{echo_url}/", LoadShape(connections=4, rate=200.0, warmup_s=0.5, duration_s=2.0))
+    shape = LoadShape(connections=4, rate=200.0, warmup_s=0.5, duration_s=2.0, arrival="constant")  # counts
+    result = driver.run(f"{echo_url}/", shape)
     per_worker = result.config["requests_per_process"]
     assert len(per_worker) == 2 and all(count > 50 for count in per_worker)
     assert sum(per_worker) == result.requests
@@ -139,7 +141,8 @@ def test_remote_worker_started_by_hand_joins_the_master(echo_url: str, tmp_path:
 
     def measure() -> None:
         try:
-            outcome["result"] = driver.run(f"{echo_url}/", LoadShape(connections=2, rate=50.0, **SHORT))
+            shape = LoadShape(connections=2, rate=50.0, arrival="constant", **SHORT)  # counted below
+            outcome["result"] = driver.run(f"{echo_url}/", shape)
         except Exception as exc:  # reported by the assertion below
             outcome["error"] = exc
 

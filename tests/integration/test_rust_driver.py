@@ -58,7 +58,7 @@ def test_closed_loop_document_matches_schema(echo: LocalEchoServer, driver: Rust
 
 
 def test_open_loop_round_result(echo: LocalEchoServer, driver: RustDriver) -> None:
-    shape = LoadShape(connections=4, rate=400, duration_s=1.0, warmup_s=0.2)
+    shape = LoadShape(connections=4, rate=400, duration_s=1.0, warmup_s=0.2, arrival="constant")  # exact count
     doc = raw_json(driver, echo.url + "/?delay=2ms", shape)
     jsonschema.validate(doc, SCHEMA)
     result = driver.run(echo.url + "/?delay=2ms", shape)
@@ -146,7 +146,7 @@ def test_coordinated_omission_stall_shows_in_open_loop_latency_only(driver: Rust
     while the server is stopped, so its percentiles hide the stall (only its max shows it).
     """
     with LocalEchoServer(threads=1) as server:
-        open_shape = LoadShape(connections=4, rate=500, duration_s=3.0, warmup_s=0.5)
+        open_shape = LoadShape(connections=4, rate=500, duration_s=3.0, warmup_s=0.5, arrival="constant")
         pauser = _pause_server(server.pid, after_s=1.5, pause_s=0.3)
         opened = driver.run(server.url + "/", open_shape)
         pauser.join()

@@ -86,7 +86,7 @@ def test_reports_carry_the_target_facts_and_the_driver_cores(pytester: pytest.Py
     doc = json.loads((pytester.path / "out.json").read_text())
     assert [r["budget"] for r in doc["rows"]] == ["rps >= 0.5x reference", "p50 < 50ms"]
     request = {"request": doc["rows"][0]["facts"]["candidate"]["request"]}
-    assert request["request"].startswith(f"GET {echo.url}; 100 rps open "), request  # the exact request (#27)
+    assert request["request"].startswith(f"GET {echo.url}, poisson arrivals; 100 rps open "), request  # (#27)
     for row in doc["rows"]:
         assert row["facts"] == {
             "candidate": {**HEAD, **cores, **ROUNDS, **request},
