@@ -179,13 +179,19 @@ def effect_of_burn(args: argparse.Namespace, ref: object, cand: object, burn_us:
 def calibrated_burn(args: argparse.Namespace, ref: object, cand: object, burn_us: float, metric: str) -> float:
     """The burn (us) that adds :data:`INJECTED` to ``metric`` as measured, not as asked, from
     the first guess ``burn_us``: a sub-microsecond burn costs about twice its nominal time
-    in the loaded containers, and a spin moves P90 by its own length plus what queues behind it."""
-    for _ in range(2):
+    in the loaded containers, and a spin moves P90 by its own length plus what queues behind
+    it. Three tries: the first scaled, then along the line through the last two (secant)."""
+    tried: list[tuple[float, float]] = []
+    for _ in range(3):
         effect = effect_of_burn(args, ref, cand, burn_us, metric) - 1.0
         print(f"calibration: burn={burn_us:.3f}us adds {effect:+.1%} to {metric}", flush=True)
-        if effect <= 0:
-            break
-        burn_us *= INJECTED / effect
+        tried.append((burn_us, effect))
+        if len(tried) >= 2 and tried[-1][1] != tried[-2][1]:
+            (b1, e1), (b2, e2) = tried[-2:]
+            guess = b2 + (INJECTED - e2) * (b2 - b1) / (e2 - e1)
+        else:
+            guess = burn_us * INJECTED / effect if effect > 0 else burn_us * 2
+        burn_us = guess if guess > 0 else burn_us / 2
     return burn_us
 
 
@@ -242,7 +248,7 @@ def main() -> None:
     parser.add_argument(
         "--calibrate-burn",
         action="store_true",
-        help="scale each burn until it adds 5%% to its metric as measured (16 simultaneous pairs per try, two tries)",
+        help="scale each burn until it adds 5%% to its metric as measured (16 simultaneous pairs per try, three tries)",
     )
     parser.add_argument(
         "--arrival", default=defaults.ARRIVAL, choices=("poisson", "constant"), help="gaps of the fixed-rate loads"
