@@ -327,7 +327,8 @@ def summarize(runs: list[GateRun], total_s: float) -> None:
         by_cell[(run.scenario, run.design)].append(run)
     print()
     print(
-        "| scenario | design | gate budget | gates | FAIL (95% upper bound) | INVALID | median estimate (sd) "
+        "| scenario | design | gate budget | gates | FAIL (95% bound: upper for A/A, lower otherwise) | INVALID "
+        "| median estimate (sd) "
         "| rounds (median, max) | s to verdict (median, max) | same rounds: cpu / p90 / rps FAIL |"
     )
     print("|---|---|---|---|---|---|---|---|---|---|")
@@ -343,7 +344,7 @@ def summarize(runs: list[GateRun], total_s: float) -> None:
         side = Counter(k for r in items for k, v in r.side.items() if v is Status.FAIL)
         print(
             f"| {scenario} | {design} | `{budget}` | {len(items)} | {fails} ({fails / len(judged):.0%}, "
-            f"{upper_bound(fails, len(judged)):.0%}) | {invalid} "
+            f"{rate_bound(fails, len(judged), upper='A/A' in scenario):.0%}) | {invalid} "
             f"| {statistics.median(estimates):.3f}x ({spread:.1%}) "
             f"| {statistics.median(rounds):g}, {max(rounds)} | {statistics.median(seconds):.0f}, {max(seconds):.0f} "
             f"| {side['cpu']} / {side['p90']} / {side['rps']} |"
@@ -351,9 +352,11 @@ def summarize(runs: list[GateRun], total_s: float) -> None:
     print(f"\n{len(runs)} gates in {total_s / 60:.1f} min")
 
 
-def upper_bound(events: int, trials: int, confidence: float = 0.95) -> float:
-    """One-sided Clopper-Pearson upper bound of a rate seen ``events`` times in ``trials``."""
-    return 1.0 if events >= trials else float(beta.ppf(confidence, events + 1, trials - events))
+def rate_bound(events: int, trials: int, upper: bool, confidence: float = 0.95) -> float:
+    """One-sided Clopper-Pearson bound (upper or lower) of a rate seen ``events`` times in ``trials``."""
+    if upper:
+        return 1.0 if events >= trials else float(beta.ppf(confidence, events + 1, trials - events))
+    return 0.0 if events <= 0 else float(beta.ppf(1.0 - confidence, events, trials - events + 1))
 
 
 if __name__ == "__main__":
