@@ -16,7 +16,10 @@ mean; then the share of rounds whose CPU time the kernel split into user and sys
 first-side effect (alternate: the side measured first in a pair against the second), and
 the window's share of a round's CPU.
 
-Usage: python benchmarks/cpu_spread.py [--pairs 60] [--rate 2000] [--duration 0.5]
+--arrival constant,poisson measures each design under both schedules in turn (each side its
+own Poisson seed): constant gaps keep one phase against the other load for a whole round.
+
+Usage: python benchmarks/cpu_spread.py [--pairs 60] [--rate 2000] [--duration 0.5] [--arrival constant,poisson]
 Needs Docker and the local images (`netperf images build`). Everything started is removed.
 """
 
