@@ -41,9 +41,10 @@ DESIGN = "auto"
 #: Arrivals of a fixed-rate (open-loop) load when a test names none: ``poisson``
 #: (exponential gaps; the Rust driver gets a new seed per side and round) or ``constant``.
 #: Constant gaps keep one phase against the other side's load, the runner's timers and each
-#: other for a whole round, and that phase sets the round's latency: P90 of two identical
-#: echo containers loaded at once differed by 24-43% per pair of rounds with constant gaps,
-#: 4.2% with Poisson gaps (benchmarks/cpu_spread.py --arrival constant,poisson).
+#: other for a whole round, and that phase sets the round's latency and CPU: two identical
+#: echo containers loaded at once differed per pair of rounds by 27.3% in P90 and 8.3% in CPU
+#: per request with constant gaps, 4.3% and 3.0% with Poisson gaps
+#: (benchmarks/cpu_spread.py --arrival constant,poisson).
 ARRIVAL = "poisson"
 #: A stored baseline of another machine class only: new (not used: NEW), warn (used, with a warning) or fail.
 FINGERPRINT_MISMATCH = "new"
