@@ -3,7 +3,8 @@
 Stands up the gate-power topologies (two echo servers, ``ref`` and ``cand``, one core each)
 and measures, in the gate's paired rounds (``--design``) with the real driver:
 
-* ``open``: the two servers against each other at a fixed rate (``--rate``, ``--connections``;
+* ``open``: the two servers against each other at a fixed rate (``--rate``, ``--connections``,
+  ``--arrival`` gaps;
   the data of 2026-11-25 measured the reference against itself, before ``--design``):
   ``cpu_per_request[echo]`` and ``p90`` per round of each side;
 * ``closed``: the two servers against each other, closed loop (``--closed-connections``):
@@ -12,6 +13,7 @@ and measures, in the gate's paired rounds (``--design``) with the real driver:
 Writes ``tests/unit/data/aa_rounds.json`` (or ``--out``) with the machine and the settings.
 
 Usage: python benchmarks/record_aa_rounds.py [--rounds 120] [--duration 0.5] [--design alternate]
+       [--arrival poisson|constant] [--out tests/unit/data/aa_rounds.json]
 Needs Docker and the local images (`netperf images build`). Everything started is removed.
 """
 
@@ -28,6 +30,7 @@ from pathlib import Path
 
 from gate_power import set_cpus, topology
 
+from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.images.resolve import resolve_image
@@ -70,6 +73,7 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=0.5)
     parser.add_argument("--warmup", type=float, default=0.5)
     parser.add_argument("--round-warmup", type=float, default=0.25)
+    parser.add_argument("--arrival", default=defaults.ARRIVAL, help="gaps of the fixed-rate set")
     parser.add_argument("--design", default=ALTERNATE, choices=DESIGNS, help="how the sides share the runner")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
@@ -82,7 +86,9 @@ def main() -> None:
         set_cpus(ref_stack, 1.0)
         set_cpus(cand_stack, 1.0)
         ref, cand = ref_stack.endpoint("direct"), cand_stack.endpoint("direct")
-        sets["open"] = record(args, "open", cand, ref, rate=args.rate, connections=args.connections)
+        sets["open"] = record(
+            args, "open", cand, ref, rate=args.rate, connections=args.connections, arrival=args.arrival
+        )
         sets["closed"] = record(args, "closed", cand, ref, connections=args.closed_connections)
     finally:
         runtime.down_all()
@@ -96,6 +102,7 @@ def main() -> None:
             "warmup_s": args.warmup,
             "round_warmup_s": args.round_warmup,
             "design": args.design,
+            "arrival": args.arrival,
         },
         "sets": sets,
     }
