@@ -46,6 +46,9 @@ DESIGN = "auto"
 #: per request with constant gaps, 4.3% and 3.0% with Poisson gaps
 #: (benchmarks/cpu_spread.py --arrival constant,poisson).
 ARRIVAL = "poisson"
+#: Every arrival schedule of a fixed-rate load (the Locust workers' pacing keeps its own copy:
+#: it runs without this package).
+ARRIVALS = ("constant", "poisson")
 #: A stored baseline of another machine class only: new (not used: NEW), warn (used, with a warning) or fail.
 FINGERPRINT_MISMATCH = "new"
 #: Open loop: the driver's schedule-lag p99 (ms) above which a round is INVALID.

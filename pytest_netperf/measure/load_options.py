@@ -19,7 +19,6 @@ SHAPE_ALIASES = {
     "timeout": "timeout_s",
     "streams": "connections",
 }
-_ARRIVALS = ("constant", "poisson")
 _PROTOCOLS = ("tcp", "udp")
 
 
@@ -62,8 +61,8 @@ def check_load_option(given: str, name: str, value: Any) -> Any:
         return size
     if name == "protocol" and value not in _PROTOCOLS:
         raise bad(" or ".join(repr(p) for p in _PROTOCOLS))
-    if name == "arrival" and value not in _ARRIVALS:
-        raise bad(" or ".join(repr(a) for a in _ARRIVALS))
+    if name == "arrival" and value not in defaults.ARRIVALS:
+        raise bad(" or ".join(repr(a) for a in defaults.ARRIVALS))
     if name == "method" and not (isinstance(value, str) and value.isalpha()):
         raise bad("an HTTP method such as 'GET'")
     if name == "new_connection_per_request" and not isinstance(value, bool):

@@ -8,7 +8,13 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_netperf.drivers.locust.in_locust.pacing import paced_wait_time
+from pytest_netperf import defaults
+from pytest_netperf.drivers.locust.in_locust.pacing import ARRIVALS, paced_wait_time
+
+
+def test_the_workers_pacing_knows_every_arrival_the_gate_accepts() -> None:
+    # the worker's copy exists because it runs without this package; it must not drift
+    assert ARRIVALS == defaults.ARRIVALS
 
 
 class ManualClock:

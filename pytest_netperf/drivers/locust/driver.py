@@ -25,7 +25,6 @@ from typing import Any, Optional, Union
 from pytest_netperf import defaults
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.locust import DEFAULT_USER_CLASS, DEFAULT_USER_FILE, LISTENER_FILE, commands, diagnosis
-from pytest_netperf.drivers.locust.in_locust.pacing import ARRIVALS
 from pytest_netperf.drivers.locust.processes import LocustProcess, ProcessGroups
 from pytest_netperf.drivers.locust.result_builder import RunContext, build_round_result
 from pytest_netperf.drivers.locust.session import LocustSession, SessionSpec
@@ -278,8 +277,8 @@ class LocustDriver:
 def _check_shape(shape: LoadShape) -> None:
     if shape.new_connection_per_request:
         raise DriverError("the locust driver cannot open a new connection per request; use the rust driver")
-    if shape.arrival not in ARRIVALS:
-        raise DriverError(f"arrival {shape.arrival!r} is not supported (choose from {', '.join(ARRIVALS)})")
+    if shape.arrival not in defaults.ARRIVALS:
+        raise DriverError(f"arrival {shape.arrival!r} is not supported (choose from {', '.join(defaults.ARRIVALS)})")
     if shape.connections < 1:
         raise DriverError("the locust driver needs at least one user (shape.connections >= 1)")
     if shape.duration_s <= 0:
