@@ -228,8 +228,8 @@ def scenarios(args: argparse.Namespace, ref: object, cand: object) -> Iterator[t
         yield "rps -5% (cpu quota)", BUDGETS["rps"], cand, ref, closed
 
 
-def injected_burn(args: argparse.Namespace, ref: object, cand: object, metric: str) -> float:
-    """The burn (us) of ``metric``'s +5% row: 5% of ref's CPU per request or P90, scaled
+def injected_burn(args: argparse.Namespace, ref: object, cand: object, row: str) -> float:
+    """The burn (us) of ``row``'s +5% row (cpu, p90): 5% of ref's CPU per request or P90, scaled
     until it measures +5% with --calibrate-burn. A P90 spin is CPU, not a sleep: CPU spent
     per request adds to each response's time exactly, a sleep of a few microseconds lasts as
     long as the kernel's timer slack (+20-30% measured, not 5%)."""
@@ -238,9 +238,9 @@ def injected_burn(args: argparse.Namespace, ref: object, cand: object, metric: s
         f"calibration: ref spends {cost_ns / 1e3:.1f} us of CPU per request, P90 {p90_us:.0f} us at {args.rate:g} rps",
         flush=True,
     )
-    burn_us = (cost_ns / 1e3 if metric == "cpu" else p90_us) * INJECTED
+    burn_us = (cost_ns / 1e3 if row == "cpu" else p90_us) * INJECTED
     if args.calibrate_burn:
-        burn_us = calibrated_burn(args, ref, cand, burn_us, metric)
+        burn_us = calibrated_burn(args, ref, cand, burn_us, row)
     return burn_us
 
 
@@ -261,7 +261,7 @@ def main() -> None:
         action="store_true",
         help="scale each burn until it adds 5%% to its metric as measured (three tries)",
     )
-    # a P90 pair's ratio spreads ~4% here: the median of 16 pairs still missed 5% by ~0.6 points
+    # a P90 pair's ratio spreads 4-6% here: one try of 32 pairs is still off by about a point
     parser.add_argument("--calibration-pairs", type=int, default=32, help="simultaneous pairs per calibration try")
     parser.add_argument(
         "--arrival", default=defaults.ARRIVAL, help="gaps of the fixed-rate loads (the gate checks the name)"
