@@ -31,8 +31,13 @@ def test_edge_throughput(netperf, stack):
     and client keep-alive intact (about one socket per connection: a broken keep-alive opens
     thousands, so a few reconnects on a busy machine are allowed). On a pull request
     (``--netperf-base origin/main``) the edge also keeps 80% of the base revision's
-    throughput, measured beside it; without a base that budget uses the stored baseline
-    of this machine class, NEW until one is recorded."""
+    throughput, in rounds that take turns with it; without a base that budget uses the
+    stored baseline of this machine class, NEW until one is recorded. A closed loop is the
+    noisy way to compare revisions: on a 2-core runner whose driver shares the cores with
+    nginx and the app, an unchanged edge reads 0.94x-1.06x of its base with intervals
+    +-15-30% after 4 rounds, so 0.95x could not be decided here (the fixed-rate gate below
+    holds the tight budgets); loaded both at once, the two closed loops do not share the
+    cores fairly (an unchanged head read 0.75x-0.85x)."""
     netperf.compare(
         stack.endpoint("edge", port=80, path="/api/orders", host="api.example.com"),
         reference=stack.endpoint("app", port=8080, path="/api/orders"),
@@ -40,18 +45,31 @@ def test_edge_throughput(netperf, stack):
     )
 
 
-@pytest.mark.netperf(
-    "p50_added <= 1ms", "p99_added <= 5ms", "errors == 0", "cpu_per_request[edge] <= 1.2x base", "mem[edge] <= 64MB"
-)
+@pytest.mark.netperf("p50_added <= 1ms", "p99_added <= 5ms", "errors == 0", "mem[edge] <= 64MB")
 def test_edge_latency(netperf, stack):
-    """Open loop at 1,000 requests/s over 8 connections: the latency the edge adds, and what
-    the edge container spends doing it. At a fixed rate below the knee CPU per request is the
-    config change's own cost: on a pull request the edge may spend at most 1.2x the base
-    revision's CPU per request (it moves 5-10% from round to round on a busy 2-core machine,
-    so tighter budgets need more rounds), and its working set stays under 64 MiB."""
+    """Open loop at 1,000 requests/s over 8 connections: the latency the edge adds to the
+    application reached directly, and the edge's working set stays under 64 MiB."""
     netperf.compare(
         stack.endpoint("edge", port=80, path="/api/orders", host="api.example.com"),
         reference=stack.endpoint("app", port=8080, path="/api/orders"),
+        connections=8,
+        rate=1000,
+    )
+
+
+@pytest.mark.netperf("cpu_per_request[edge] <= 1.05x base", "p90 <= 1.05x base", "errors == 0")
+def test_edge_vs_base_at_fixed_rate(netperf, stack):
+    """The pull request's gate on what the config change costs: the edge alone at a fixed
+    1,000 requests/s (Poisson arrivals), below the knee, so CPU per request is the config's
+    own cost. With ``--netperf-base`` the base revision's edge is loaded at the same moment
+    as the head's, so what the runner does to time hits both, and the head may spend at
+    most 5% more CPU per request and have at most a 5% higher P90. On this 2-core runner
+    unchanged edges stayed green in 8 of 8 runs, mostly decided within 12 rounds of 1 s
+    (estimates 0.95x-1.02x, intervals about +-3%). Without a base these budgets use the
+    stored baseline, NEW until one is recorded; runners of one machine class can differ by
+    more than 5%, so a gate judged against stored baselines needs looser budgets."""
+    netperf.measure(
+        stack.endpoint("edge", port=80, path="/api/orders", host="api.example.com"),
         connections=8,
         rate=1000,
     )
