@@ -18,18 +18,27 @@ cpu +5%      cand?burn=X vs ref; X is 5% of ref's measured CPU per request   cpu
 p90 A/A      cand vs ref at a fixed --rate                                   p90 <= 1.025x reference
 p90 +5%      cand?burn=X vs ref; X is 5% of ref's measured P90 (CPU spin)    p90 <= 1.025x reference
              (--calibrate-burn: X scaled until it adds 5% as measured)
-rps A/A      cand vs ref, closed loop, --closed-connections                  rps >= 0.975x reference
-rps -5%      cand limited to 95% of ref's CPU quota, closed loop             rps >= 0.975x reference
+rps A/A      cand?burn=B vs ref?burn=B, closed loop, --closed-connections    rps >= 0.975x reference
+rps -5%      cand?burn=B+X vs ref?burn=B; X cuts cand's requests/s by 5%     rps >= 0.975x reference
+             (--calibrate-burn: X scaled until it does as measured)
 ===========  ==============================================================  ====================================
+
+The rps rows (--rps-placement pinned, the default) put both echo containers on
+--sut-cores with no CPU quota and the drivers on --driver-cores; each server spends
+--rps-burn B per request, so one driver outruns one server. ``quota`` keeps the former
+layout: --cores of CPU quota per container, cand's quota cut by 5% for the injected row. A
+CFS quota made two containers loaded at once differ by a fixed 1.5-4% for as long as they
+ran, and spread each pair's ratio 5-11%; on a shared core without a quota, 2-3% and no bias.
 
 A gate's verdict is its own budget's, after the default final-INCONCLUSIVE policy. Each
 budget lies halfway between no change and the injected regression. On the same rounds the
 script also judges the other metrics once (``cpu_per_request[*] <= 1.05x``, ``p90 <= 1.05x``,
 ``rps >= 0.95x``, all vs the reference) to show what they say about the same work. The
-calibration (ref's CPU per request and P90) is measured once, before any gate.
+calibration (ref's CPU per request and P90, under the row's load) is measured just before each injected row.
 
 Usage: python benchmarks/gate_power.py [--gates 20] [--only cpu,p90,rps] [--design alternate,simultaneous]
        [--rate 2000] [--arrival poisson|constant] [--calibrate-burn] [--calibration-pairs 32]
+       [--rps-placement pinned|quota] [--rps-burn 30] [--driver-cores 0] [--sut-cores 1]
        [--cores 0.25] [--fixed-cores 1] [--skip-aa] [--duration 0.5] [--min-rounds 6]
        [--max-rounds alternate:32,simultaneous:64]
 Needs Docker and the local images (`netperf images build`). Everything started is removed.
@@ -43,8 +52,9 @@ import statistics
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Optional
 
 from scipy.stats import beta
 
@@ -59,8 +69,11 @@ from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.targets import with_query
 from pytest_netperf.report.failure import inconclusive_fails
 from pytest_netperf.runtime.cleanup import clean_session
+from pytest_netperf.runtime.commands import LocalRunner
 from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology
+from pytest_netperf.runtime.resources import usable_cores
 from pytest_netperf.topology.model import Node, Target, Topology
+from pytest_netperf.topology.resources import cpuset_text
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.status import Status
 
@@ -84,6 +97,14 @@ SIDE_BUDGETS = {
 #: of the pair ran 3-4% fewer requests/s than the first in either role (closed loop, a quarter
 #: core each, loaded together), so unchanged rps gates went red; at 100 ms, 0.98x-1.02x.
 CPU_PERIOD_US = 100_000
+#: Layouts of the rps rows (--rps-placement): both servers on --sut-cores without a quota
+#: (drivers on --driver-cores), or a CFS quota of --cores each. Loaded at once under a quota,
+#: two containers of one image differed by a fixed 1.5-4% for their lifetime (the bias
+#: followed the container when the roles swapped) and each pair's ratio spread 5-11%;
+#: sharing one core without a quota, 1.00x +- 0.4% and 2-3% per pair.
+PINNED, QUOTA = "pinned", "quota"
+#: Every core of this machine: the fixed-rate rows' containers are not pinned.
+ALL_CORES = cpuset_text(usable_cores())
 
 
 @dataclass
@@ -113,21 +134,15 @@ def settings(args: argparse.Namespace, design: str) -> GateSettings:
     )
 
 
-def run_gate(
-    args: argparse.Namespace, design: str, scenario: str, budget: str, candidate, reference, **shape
-) -> GateRun:
-    gate = Gate(
-        f"gate_power::{scenario}",
-        [parse_budget(budget)],
-        settings(args, design),
-        lambda n, r: make_driver("rust", r),
-    )
+def run_gate(args: argparse.Namespace, design: str, row: Row) -> GateRun:
+    budgets = [parse_budget(row.budget)]
+    gate = Gate(f"gate_power::{row.scenario}", budgets, settings(args, design), drivers(args, row.group))
     started = time.monotonic()
     try:
-        measurement = gate.compare(candidate, reference, **shape)
+        measurement = gate.compare(row.candidate, row.reference, **row.shape)
     except InvalidMeasurement as exc:  # a saturated driver, a vanished target: no verdict
-        print(f"{design} {scenario}: INVALID: {exc}", flush=True)
-        return GateRun(design, scenario, Status.INVALID, 0, time.monotonic() - started, float("nan"), {})
+        print(f"{design} {row.scenario}: INVALID: {exc}", flush=True)
+        return GateRun(design, row.scenario, Status.INVALID, 0, time.monotonic() - started, float("nan"), {})
     seconds = time.monotonic() - started
     (outcome,) = gate.finish()
     status = outcome.status
@@ -136,9 +151,21 @@ def run_gate(
     estimate = outcome.verdict.estimate if outcome.verdict is not None else float("nan")
     rounds = len(measurement.candidate.rounds)
     if design != AUTO and measurement.design != design:  # e.g. drivers saturated loaded together
-        print(f"{design} {scenario}: INVALID for this design: {measurement.design_note}", flush=True)
-        return GateRun(design, scenario, Status.INVALID, rounds, seconds, estimate, {})
-    return GateRun(design, scenario, status, rounds, seconds, estimate, side_verdicts(measurement))
+        print(f"{design} {row.scenario}: INVALID for this design: {measurement.design_note}", flush=True)
+        return GateRun(design, row.scenario, Status.INVALID, rounds, seconds, estimate, {})
+    return GateRun(design, row.scenario, status, rounds, seconds, estimate, side_verdicts(measurement))
+
+
+def drivers(args: argparse.Namespace, group: str) -> Callable[[Optional[str], object], object]:
+    """The gates' driver factory: the Rust driver, on --driver-cores for the pinned rps rows."""
+    pinned = group == "rps" and args.rps_placement == PINNED
+
+    def factory(name: Optional[str], runner: object) -> object:
+        if pinned and runner is None:
+            runner = LocalRunner(cpus=args.driver_cores)
+        return make_driver("rust", runner)
+
+    return factory
 
 
 def side_verdicts(m: Measurement) -> dict[str, Status]:
@@ -155,45 +182,44 @@ def side_verdicts(m: Measurement) -> dict[str, Status]:
     return out
 
 
-def calibrate(args: argparse.Namespace, ref: object) -> tuple[float, float]:
-    """The reference's CPU per request (ns) and P90 (us) at the benchmark's rate, from a short A/A gate."""
+def calibrate(args: argparse.Namespace, ref: object, group: str) -> tuple[float, float]:
+    """The reference's CPU per request (ns) and P90 (us) under ``group``'s load, from a short A/A gate."""
     gate = Gate(
-        "gate_power::calibrate",
-        [parse_budget(BUDGETS["cpu"])],
-        settings(args, "alternate"),
-        lambda n, r: make_driver("rust", r),
+        "gate_power::calibrate", [parse_budget(BUDGETS["cpu"])], settings(args, "alternate"), drivers(args, group)
     )
-    m = gate.compare(ref, ref, rounds=6, **fixed_shape(args))
+    m = gate.compare(ref, ref, rounds=6, **shape_of(args, group))
     assert m.reference is not None
     cpu_ns = statistics.median(m.reference.values("cpu_per_request[echo]"))
     p90_us = statistics.median(m.reference.values("p90")) / 1e3
     return cpu_ns, p90_us
 
 
-def effect_of_burn(args: argparse.Namespace, ref: object, cand: object, burn_us: float, row: str) -> float:
-    """The metric of ``row`` (cpu, p90) of ``cand?burn=burn_us`` over ``ref``'s in --calibration-pairs simultaneous
-    pairs, as the gate estimates it (the median of the pairs' ratios read a P90 spin ~2 points
-    lower than the gates did: 2.62 us calibrated to +5%, gates 1.049x-1.123x)."""
-    budget = parse_budget(BUDGETS[row])
-    gate = Gate("gate_power::burn", [budget], settings(args, "simultaneous"), lambda n, r: make_driver("rust", r))
-    burnt = with_query(cand, burn=f"{burn_us:.3f}us")
-    m = gate.compare(burnt, ref, rounds=args.calibration_pairs, **fixed_shape(args))
+def effect_of_burn(args: argparse.Namespace, ref: object, cand: object, burn_us: float, group: str) -> float:
+    """How much ``burn_us`` more per request moves ``group``'s metric (cpu, p90 up; rps down),
+    in --calibration-pairs simultaneous pairs, as the gate estimates it (the median of the
+    pairs' ratios read a P90 spin ~2 points lower than the gates did: 2.62 us calibrated to
+    +5%, gates 1.049x-1.123x)."""
+    budget = parse_budget(BUDGETS[group])
+    gate = Gate("gate_power::burn", [budget], settings(args, "simultaneous"), drivers(args, group))
+    burnt = with_query(cand, burn=f"{base_burn_us(args, group) + burn_us:.3f}us")
+    m = gate.compare(burnt, rps_base(args, ref, group), rounds=args.calibration_pairs, **shape_of(args, group))
     assert m.reference is not None
-    return stats.evaluate(budget, m.candidate.values(budget.metric), m.reference.values(budget.metric)).estimate
+    estimate = stats.evaluate(budget, m.candidate.values(budget.metric), m.reference.values(budget.metric)).estimate
+    return 1.0 - estimate if group == "rps" else estimate - 1.0
 
 
-def calibrated_burn(args: argparse.Namespace, ref: object, cand: object, burn_us: float, row: str) -> float:
-    """The burn (us) that adds :data:`INJECTED` to ``metric`` as measured, not as asked, from
-    the first guess ``burn_us``: a spin moves P90 by its own length plus what queues behind
-    it, and asking for a burn at all costs CPU (reading the query, the clock): on a core per
-    container 0.55 us added 6.6% of 24.8 us, 1.24 us 10.4%. Three tries: the first guess
-    scaled, then where the least-squares line through every try so far (with its intercept)
-    crosses 5%. One try's effect is off by about a point (32 pairs); a secant through the
-    last two alone amplified that (1.75 us measured +5.8%, 1.44 us +3.3%)."""
+def calibrated_burn(args: argparse.Namespace, ref: object, cand: object, burn_us: float, group: str) -> float:
+    """The burn (us) that moves ``group``'s metric by :data:`INJECTED` as measured, not as
+    asked, from the first guess ``burn_us``: a spin moves P90 by its own length plus what
+    queues behind it, and asking for a burn at all costs CPU (reading the query, the clock):
+    on a core per container 0.55 us added 6.6% of 24.8 us, 1.24 us 10.4%. Three tries: the
+    first guess scaled, then where the least-squares line through every try so far (with its
+    intercept) crosses 5%. One try's effect is off by about a point (32 pairs); a secant
+    through the last two alone amplified that (1.75 us measured +5.8%, 1.44 us +3.3%)."""
     tried: list[tuple[float, float]] = []
     for _ in range(3):
-        effect = effect_of_burn(args, ref, cand, burn_us, row) - 1.0
-        print(f"calibration: burn={burn_us:.3f}us adds {effect:+.1%} to {row}", flush=True)
+        effect = effect_of_burn(args, ref, cand, burn_us, group)
+        print(f"calibration: burn +{burn_us:.3f}us moves {group} by {effect:+.1%}", flush=True)
         tried.append((burn_us, effect))
         burns, effects = [b for b, _ in tried], [e for _, e in tried]
         if len(set(burns)) >= 2:
@@ -210,42 +236,92 @@ def fixed_shape(args: argparse.Namespace) -> dict:
     return {"rate": args.rate, "connections": args.connections, "arrival": args.arrival}
 
 
-def scenarios(args: argparse.Namespace, ref: object, cand: object) -> Iterator[tuple[str, str, object, object, dict]]:
-    """The rows in order. Each injection is calibrated just before its row: a P90 spin
-    calibrated before 40 minutes of other gates measured +5.0% then and +8.3% in its row."""
-    fixed = fixed_shape(args)
-    closed = {"connections": args.closed_connections}
-    for metric in ("cpu", "p90"):
-        if metric not in args.only:
+def shape_of(args: argparse.Namespace, group: str) -> dict:
+    """The load of ``group``'s gates: closed loop for rps, the fixed rate for the others."""
+    return {"connections": args.closed_connections} if group == "rps" else fixed_shape(args)
+
+
+def base_burn_us(args: argparse.Namespace, group: str) -> float:
+    """What every server of ``group``'s rows spends per request before any injection (us)."""
+    return args.rps_burn if group == "rps" and args.rps_placement == PINNED else 0.0
+
+
+def rps_base(args: argparse.Namespace, target: object, group: str) -> object:
+    """``target`` spending :func:`base_burn_us` per request (the query's own cost then lands on both sides)."""
+    burn = base_burn_us(args, group)
+    return with_query(target, burn=f"{burn:g}us") if burn else target
+
+
+@dataclass
+class Row:
+    """One scenario: its gate budget, the two sides and their load."""
+
+    group: str
+    scenario: str
+    budget: str
+    candidate: object
+    reference: object
+    shape: dict
+
+
+def scenarios(args: argparse.Namespace, stacks: tuple[RunningTopology, RunningTopology]) -> Iterator[Row]:
+    """The rows in order, each with the containers placed for it (``stacks``: ref, cand).
+    Each injection is calibrated just before its row: a P90 spin calibrated before 40
+    minutes of other gates measured +5.0% then and +8.3% in its row."""
+    ref, cand = (stack.endpoint("direct") for stack in stacks)
+    for group in ("cpu", "p90", "rps"):
+        if group not in args.only:
             continue
+        place(args, stacks, group)
+        shape = shape_of(args, group)
         if not args.skip_aa:
-            yield f"{metric} A/A", BUDGETS[metric], cand, ref, fixed
-        burn = f"{injected_burn(args, ref, cand, metric):.3f}us"
-        yield f"{metric} +5% (burn={burn})", BUDGETS[metric], with_query(cand, burn=burn), ref, fixed
-    if "rps" in args.only:
-        if not args.skip_aa:
-            yield "rps A/A", BUDGETS["rps"], cand, ref, closed
-        yield "rps -5% (cpu quota)", BUDGETS["rps"], cand, ref, closed
+            both = rps_base(args, cand, group), rps_base(args, ref, group)
+            yield Row(group, f"{group} A/A", BUDGETS[group], *both, shape)
+        if group == "rps" and args.rps_placement == QUOTA:
+            place(args, stacks, group, quota_cut=True)
+            yield Row(group, "rps -5% (cpu quota)", BUDGETS[group], cand, ref, shape)
+            continue
+        burn = injected_burn(args, ref, cand, group)
+        total = base_burn_us(args, group) + burn
+        name = f"{group} {'-' if group == 'rps' else '+'}5% (burn={total:.3f}us)"
+        burnt = with_query(cand, burn=f"{total:.3f}us")
+        yield Row(group, name, BUDGETS[group], burnt, rps_base(args, ref, group), shape)
 
 
-def injected_burn(args: argparse.Namespace, ref: object, cand: object, row: str) -> float:
-    """The burn (us) of ``row``'s +5% row (cpu, p90): 5% of ref's CPU per request or P90, scaled
-    until it measures +5% with --calibrate-burn. A P90 spin is CPU, not a sleep: CPU spent
-    per request adds to each response's time exactly, a sleep of a few microseconds lasts as
-    long as the kernel's timer slack (+20-30% measured, not 5%)."""
-    cost_ns, p90_us = calibrate(args, ref)
+def injected_burn(args: argparse.Namespace, ref: object, cand: object, group: str) -> float:
+    """The burn (us) added for ``group``'s injected row: 5% of ref's CPU per request or P90
+    (for rps, what cuts a server-bound closed loop by 5%), scaled until it measures 5% with
+    --calibrate-burn. A P90 spin is CPU, not a sleep: CPU spent per request adds to each
+    response's time exactly, a sleep of a few microseconds lasts as long as the kernel's
+    timer slack (+20-30% measured, not 5%)."""
+    cost_ns, p90_us = calibrate(args, rps_base(args, ref, group), group)
     print(
-        f"calibration: ref spends {cost_ns / 1e3:.1f} us of CPU per request, P90 {p90_us:.0f} us at {args.rate:g} rps",
+        f"calibration: ref spends {cost_ns / 1e3:.1f} us of CPU per request, P90 {p90_us:.0f} us ({group} load)",
         flush=True,
     )
-    burn_us = (cost_ns / 1e3 if row == "cpu" else p90_us) * INJECTED
+    if group == "p90":
+        burn_us = p90_us * INJECTED
+    elif group == "rps":
+        burn_us = cost_ns / 1e3 * INJECTED / (1 - INJECTED)
+    else:
+        burn_us = cost_ns / 1e3 * INJECTED
     if args.calibrate_burn:
-        burn_us = calibrated_burn(args, ref, cand, burn_us, row)
+        burn_us = calibrated_burn(args, ref, cand, burn_us, group)
     return burn_us
 
 
-def set_cpus(running: RunningTopology, cpus: float) -> None:
-    running.container("echo").update(cpu_period=CPU_PERIOD_US, cpu_quota=int(cpus * CPU_PERIOD_US))
+def place(
+    args: argparse.Namespace, stacks: tuple[RunningTopology, RunningTopology], group: str, quota_cut: bool = False
+) -> None:
+    """Give the echo containers (ref, cand) ``group``'s CPU: the pinned rps layout (a shared
+    core, no quota) or a quota of --fixed-cores / --cores each (cand's cut by 5% with ``quota_cut``)."""
+    for stack, cut in zip(stacks, (False, quota_cut), strict=True):
+        container = stack.container("echo")
+        if group == "rps" and args.rps_placement == PINNED:
+            container.update(cpuset_cpus=args.sut_cores, cpu_period=CPU_PERIOD_US, cpu_quota=-1)
+            continue
+        cores = (args.cores if group == "rps" else args.fixed_cores) * ((1 - INJECTED) if cut else 1.0)
+        container.update(cpuset_cpus=ALL_CORES, cpu_period=CPU_PERIOD_US, cpu_quota=int(cores * CPU_PERIOD_US))
 
 
 def main() -> None:
@@ -269,9 +345,17 @@ def main() -> None:
     parser.add_argument("--skip-aa", action="store_true", help="only the injected rows (A/A figures of another run)")
     parser.add_argument("--connections", type=int, default=8, help="connections at the fixed rate")
     parser.add_argument("--closed-connections", type=int, default=32, help="connections of the rps gates")
+    parser.add_argument("--rps-placement", choices=(PINNED, QUOTA), default=PINNED, help="CPU layout of the rps rows")
+    # one driver on one core did not outrun a bare echo server on the other (saturated at
+    # ~50k requests/s); at 10 us per request the same burn cut rps 3.4% in alternating
+    # rounds and 4.9% in simultaneous ones (the lone server's driver near its limit); at
+    # 30 us (~47 us per request in all) 5% in both
+    parser.add_argument("--rps-burn", type=float, default=30.0, help="us every server spends per request (pinned rps)")
+    parser.add_argument("--driver-cores", default="0", help="cpuset of the drivers (pinned rps)")
+    parser.add_argument("--sut-cores", default="1", help="cpuset shared by both echo containers (pinned rps)")
     # a quarter core: the echo server, not the driver, limits the closed-loop rps gates, with
     # both designs' loads (two drivers and two servers at once) inside the machine's 2 cores
-    parser.add_argument("--cores", type=float, default=0.25, help="CPU quota of each echo container in the rps gates")
+    parser.add_argument("--cores", type=float, default=0.25, help="CPU quota of each echo container (quota rps)")
     # the fixed-rate gates need no quota to load the server; on a quarter core the P90 of
     # the same +5% burn spread wider (gate estimates 1.028x-1.093x, 9 of 10 caught; one core:
     # 1.039x-1.053x, 7 of 7), cause not pinned down
@@ -304,21 +388,15 @@ def main() -> None:
     runs: list[GateRun] = []
     started = time.monotonic()
     try:
-        ref_stack, cand_stack = runtime.up(topology("ref")), runtime.up(topology("cand"))
-        ref, cand = ref_stack.endpoint("direct"), cand_stack.endpoint("direct")
-        set_cpus(ref_stack, args.fixed_cores)
-        set_cpus(cand_stack, args.fixed_cores)
-        for scenario, budget, candidate, reference, shape in scenarios(args, ref, cand):
-            cores = args.cores if scenario.startswith("rps") else args.fixed_cores
-            set_cpus(ref_stack, cores)
-            set_cpus(cand_stack, cores * (1 - INJECTED) if scenario.startswith("rps -") else cores)
+        stacks = runtime.up(topology("ref")), runtime.up(topology("cand"))
+        for row in scenarios(args, stacks):
             for index in range(args.gates):
                 for design in designs:  # the designs take turns, so drift of the machine reaches both
-                    run = run_gate(args, design, scenario, budget, candidate, reference, **shape)
+                    run = run_gate(args, design, row)
                     runs.append(run)
                     side = " ".join(f"{k}:{v.value}" for k, v in run.side.items())
                     print(
-                        f"{design:12} {scenario:28} #{index + 1:<3} {run.status.value:6} est {run.estimate:9.4g} "
+                        f"{design:12} {row.scenario:28} #{index + 1:<3} {run.status.value:6} est {run.estimate:9.4g} "
                         f"{run.rounds:3} rounds {run.seconds:5.1f}s  | same rounds: {side}",
                         flush=True,
                     )
