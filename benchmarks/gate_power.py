@@ -202,7 +202,7 @@ def effect_of_burn(args: argparse.Namespace, ref: object, cand: object, burn_us:
     budget = parse_budget(BUDGETS[group])
     gate = Gate("gate_power::burn", [budget], settings(args, "simultaneous"), drivers(args, group))
     burnt = with_query(cand, burn=f"{base_burn_us(args, group) + burn_us:.3f}us")
-    m = gate.compare(burnt, rps_base(args, ref, group), rounds=args.calibration_pairs, **shape_of(args, group))
+    m = gate.compare(burnt, with_base_burn(args, ref, group), rounds=args.calibration_pairs, **shape_of(args, group))
     assert m.reference is not None
     estimate = stats.evaluate(budget, m.candidate.values(budget.metric), m.reference.values(budget.metric)).estimate
     return 1.0 - estimate if group == "rps" else estimate - 1.0
@@ -246,7 +246,7 @@ def base_burn_us(args: argparse.Namespace, group: str) -> float:
     return args.rps_burn if group == "rps" and args.rps_placement == PINNED else 0.0
 
 
-def rps_base(args: argparse.Namespace, target: object, group: str) -> object:
+def with_base_burn(args: argparse.Namespace, target: object, group: str) -> object:
     """``target`` spending :func:`base_burn_us` per request (the query's own cost then lands on both sides)."""
     burn = base_burn_us(args, group)
     return with_query(target, burn=f"{burn:g}us") if burn else target
@@ -275,7 +275,7 @@ def scenarios(args: argparse.Namespace, stacks: tuple[RunningTopology, RunningTo
         place(args, stacks, group)
         shape = shape_of(args, group)
         if not args.skip_aa:
-            both = rps_base(args, cand, group), rps_base(args, ref, group)
+            both = with_base_burn(args, cand, group), with_base_burn(args, ref, group)
             yield Row(group, f"{group} A/A", BUDGETS[group], *both, shape)
         if group == "rps" and args.rps_placement == QUOTA:
             place(args, stacks, group, quota_cut=True)
@@ -285,7 +285,7 @@ def scenarios(args: argparse.Namespace, stacks: tuple[RunningTopology, RunningTo
         total = base_burn_us(args, group) + burn
         name = f"{group} {'-' if group == 'rps' else '+'}5% (burn={total:.3f}us)"
         burnt = with_query(cand, burn=f"{total:.3f}us")
-        yield Row(group, name, BUDGETS[group], burnt, rps_base(args, ref, group), shape)
+        yield Row(group, name, BUDGETS[group], burnt, with_base_burn(args, ref, group), shape)
 
 
 def injected_burn(args: argparse.Namespace, ref: object, cand: object, group: str) -> float:
@@ -294,7 +294,7 @@ def injected_burn(args: argparse.Namespace, ref: object, cand: object, group: st
     --calibrate-burn. A P90 spin is CPU, not a sleep: CPU spent per request adds to each
     response's time exactly, a sleep of a few microseconds lasts as long as the kernel's
     timer slack (+20-30% measured, not 5%)."""
-    cost_ns, p90_us = calibrate(args, rps_base(args, ref, group), group)
+    cost_ns, p90_us = calibrate(args, with_base_burn(args, ref, group), group)
     print(
         f"calibration: ref spends {cost_ns / 1e3:.1f} us of CPU per request, P90 {p90_us:.0f} us ({group} load)",
         flush=True,
