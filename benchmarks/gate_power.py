@@ -103,8 +103,6 @@ CPU_PERIOD_US = 100_000
 #: followed the container when the roles swapped) and each pair's ratio spread 5-11%;
 #: sharing one core without a quota, 1.00x +- 0.4% and 2-3% per pair.
 PINNED, QUOTA = "pinned", "quota"
-#: Every core of this machine: the fixed-rate rows' containers are not pinned.
-ALL_CORES = cpuset_text(usable_cores())
 
 
 @dataclass
@@ -201,7 +199,7 @@ def effect_of_burn(args: argparse.Namespace, ref: object, cand: object, burn_us:
     +5%, gates 1.049x-1.123x)."""
     budget = parse_budget(BUDGETS[group])
     gate = Gate("gate_power::burn", [budget], settings(args, "simultaneous"), drivers(args, group))
-    burnt = with_query(cand, burn=f"{base_burn_us(args, group) + burn_us:.3f}us")
+    burnt = with_base_burn(args, cand, group, burn_us)
     m = gate.compare(burnt, with_base_burn(args, ref, group), rounds=args.calibration_pairs, **shape_of(args, group))
     assert m.reference is not None
     estimate = stats.evaluate(budget, m.candidate.values(budget.metric), m.reference.values(budget.metric)).estimate
@@ -248,10 +246,11 @@ def base_burn_us(args: argparse.Namespace, group: str) -> float:
     return args.fixed_burn
 
 
-def with_base_burn(args: argparse.Namespace, target: object, group: str) -> object:
-    """``target`` spending :func:`base_burn_us` per request (the query's own cost then lands on both sides)."""
-    burn = base_burn_us(args, group)
-    return with_query(target, burn=f"{burn:g}us") if burn else target
+def with_base_burn(args: argparse.Namespace, target: object, group: str, extra_us: float = 0.0) -> object:
+    """``target`` spending :func:`base_burn_us` (plus ``extra_us``) per request; with a base
+    burn the query's own cost lands on both sides."""
+    burn = base_burn_us(args, group) + extra_us
+    return with_query(target, burn=f"{burn:.3f}us") if burn else target
 
 
 @dataclass
@@ -284,9 +283,8 @@ def scenarios(args: argparse.Namespace, stacks: tuple[RunningTopology, RunningTo
             yield Row(group, "rps -5% (cpu quota)", BUDGETS[group], cand, ref, shape)
             continue
         burn = injected_burn(args, ref, cand, group)
-        total = base_burn_us(args, group) + burn
-        name = f"{group} {'-' if group == 'rps' else '+'}5% (burn={total:.3f}us)"
-        burnt = with_query(cand, burn=f"{total:.3f}us")
+        name = f"{group} {'-' if group == 'rps' else '+'}5% (burn={base_burn_us(args, group) + burn:.3f}us)"
+        burnt = with_base_burn(args, cand, group, burn)
         yield Row(group, name, BUDGETS[group], burnt, with_base_burn(args, ref, group), shape)
 
 
@@ -323,7 +321,8 @@ def place(
             container.update(cpuset_cpus=args.sut_cores, cpu_period=CPU_PERIOD_US, cpu_quota=-1)
             continue
         cores = (args.cores if group == "rps" else args.fixed_cores) * ((1 - INJECTED) if cut else 1.0)
-        container.update(cpuset_cpus=ALL_CORES, cpu_period=CPU_PERIOD_US, cpu_quota=int(cores * CPU_PERIOD_US))
+        every_core = cpuset_text(usable_cores())  # the fixed-rate rows' containers are not pinned
+        container.update(cpuset_cpus=every_core, cpu_period=CPU_PERIOD_US, cpu_quota=int(cores * CPU_PERIOD_US))
 
 
 def main() -> None:
