@@ -40,20 +40,22 @@ Usage: python benchmarks/gate_power.py [--gates 20] [--only cpu,p90,rps] [--desi
        [--rate 2000] [--arrival poisson|constant] [--calibrate-burn] [--calibration-pairs 32]
        [--fixed-burn 0] [--rps-placement pinned|quota] [--rps-burn 30] [--driver-cores 0] [--sut-cores 1]
        [--cores 0.25] [--fixed-cores 1] [--skip-aa] [--duration 0.5] [--min-rounds 6]
-       [--max-rounds alternate:32,simultaneous:64]
+       [--max-rounds alternate:32,simultaneous:64] [--rounds-out rounds.jsonl]
 Needs Docker and the local images (`netperf images build`). Everything started is removed.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import statistics
 import time
 import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Optional
 
 from scipy.stats import beta
@@ -114,6 +116,8 @@ class GateRun:
     seconds: float
     estimate: float
     side: dict[str, Status]
+    #: The gate metric's value per round of each side, in round order (--rounds-out).
+    values: dict[str, list[float]] = field(default_factory=dict)
 
 
 def topology(name: str) -> Topology:
@@ -151,7 +155,10 @@ def run_gate(args: argparse.Namespace, design: str, row: Row) -> GateRun:
     if design != AUTO and measurement.design != design:  # e.g. drivers saturated loaded together
         print(f"{design} {row.scenario}: INVALID for this design: {measurement.design_note}", flush=True)
         return GateRun(design, row.scenario, Status.INVALID, rounds, seconds, estimate, {})
-    return GateRun(design, row.scenario, status, rounds, seconds, estimate, side_verdicts(measurement))
+    metric = budgets[0].metric
+    assert measurement.reference is not None
+    values = {"candidate": measurement.candidate.values(metric), "reference": measurement.reference.values(metric)}
+    return GateRun(design, row.scenario, status, rounds, seconds, estimate, side_verdicts(measurement), values)
 
 
 def drivers(args: argparse.Namespace, group: str) -> Callable[[Optional[str], object], object]:
@@ -320,9 +327,15 @@ def place(
         if group == "rps" and args.rps_placement == PINNED:
             container.update(cpuset_cpus=args.sut_cores, cpu_period=CPU_PERIOD_US, cpu_quota=-1)
             continue
-        cores = (args.cores if group == "rps" else args.fixed_cores) * ((1 - INJECTED) if cut else 1.0)
-        every_core = cpuset_text(usable_cores())  # the fixed-rate rows' containers are not pinned
-        container.update(cpuset_cpus=every_core, cpu_period=CPU_PERIOD_US, cpu_quota=int(cores * CPU_PERIOD_US))
+        set_cpus(stack, (args.cores if group == "rps" else args.fixed_cores) * ((1 - INJECTED) if cut else 1.0))
+
+
+def set_cpus(stack: RunningTopology, cores: float) -> None:
+    """A CPU quota of ``cores`` for ``stack``'s echo container, on any core of the machine."""
+    every_core = cpuset_text(usable_cores())
+    stack.container("echo").update(
+        cpuset_cpus=every_core, cpu_period=CPU_PERIOD_US, cpu_quota=int(cores * CPU_PERIOD_US)
+    )
 
 
 def main() -> None:
@@ -380,6 +393,11 @@ def main() -> None:
         default="alternate:32,simultaneous:64",
         help="most rounds per side: N, or per design (alternate:32,simultaneous:64)",
     )
+    parser.add_argument(
+        "--rounds-out",
+        type=Path,
+        help="append each gate's rounds (its metric per side, in order) to this JSON-lines file",
+    )
     args = parser.parse_args()
     args.only = {part.strip() for part in args.only.split(",")}
     designs = [part.strip() for part in args.design.split(",")]
@@ -399,6 +417,10 @@ def main() -> None:
                 for design in designs:  # the designs take turns, so drift of the machine reaches both
                     run = run_gate(args, design, row)
                     runs.append(run)
+                    if args.rounds_out is not None:
+                        with args.rounds_out.open("a") as out:
+                            statuses = {"status": run.status.value, "side": {k: v.value for k, v in run.side.items()}}
+                            out.write(json.dumps({**asdict(run), **statuses, "index": index}) + "\n")
                     side = " ".join(f"{k}:{v.value}" for k, v in run.side.items())
                     print(
                         f"{design:12} {row.scenario:28} #{index + 1:<3} {run.status.value:6} est {run.estimate:9.4g} "

@@ -48,9 +48,10 @@ def _part(
     busy_s: float = 0.5,
     warned: Optional[float] = None,
     iterations: int = 0,
+    intended: Optional[int] = None,
 ) -> dict[str, Any]:
     clock = ManualClock()
-    recorder = WindowRecorder(clock=clock)
+    recorder = WindowRecorder(clock=clock, intended_by=None if intended is None else lambda t: round(t * intended / 2))
     recorder.start()
     for i, value in enumerate(latencies_ms):
         clock.now = 2.0 * i / len(latencies_ms)
@@ -150,6 +151,20 @@ def test_window_edges_cut_at_most_one_paced_iteration_per_user() -> None:
     # 200 expected over the context's 2 s: the floor is 0.99 * 200 - 4 = 194
     assert not health(194).saturated
     assert health(193).saturated
+
+
+def test_poisson_rounds_are_judged_against_the_starts_their_schedules_intended() -> None:
+    """CI saw 84.9% at 100/s over 1 s: Poisson schedules had drawn about 85 starts, not 100."""
+
+    def health(iterations: int, intended: int):
+        document = _document([_part("w1", [0.2] * 10, iterations=iterations, intended=intended)], rate=100.0)
+        return build_round_result(document, _context(rate=100.0, users=4), "x").client
+
+    punctual = health(171, intended=172)
+    assert punctual.achieved_ratio == pytest.approx(171 / 172) and not punctual.saturated
+    assert health(225, intended=226).achieved_ratio == pytest.approx(225 / 226)
+    late = health(160, intended=172)  # floor 0.99 * 172 - 4
+    assert late.saturated and late.achieved_ratio == pytest.approx(160 / 172)
 
 
 def test_event_loop_lag_above_the_bound_saturates() -> None:

@@ -115,3 +115,31 @@ def test_nanosecond_conversion_keeps_microseconds_and_clamps() -> None:
 def test_rejects_non_positive_interval() -> None:
     with pytest.raises(ValueError):
         WindowRecorder(interval_s=0)
+
+
+def test_counts_the_starts_the_schedules_intended_inside_the_window() -> None:
+    clock = ManualClock()
+    due = [100.05 + 0.1 * k for k in range(100)]  # a schedule's intended starts
+
+    recorder = WindowRecorder(clock=clock, intended_by=lambda t: sum(1 for start in due if start <= t))
+    assert recorder.payload()["intended"] is None
+    clock.now = 101.0
+    recorder.start()
+    clock.now = 103.0
+    recorder.stop()
+    clock.now = 104.0  # later schedule progress is not the window's
+    assert recorder.payload()["intended"] == 20
+    assert WindowRecorder(clock=clock).payload()["intended"] is None  # unpaced
+
+
+def test_merge_adds_intended_starts_only_when_every_part_counted_them() -> None:
+    clock = ManualClock()
+    paced = [WindowRecorder(clock=clock, intended_by=lambda t, n=n: int(t * n)) for n in (10, 30)]
+    for recorder in paced:
+        recorder.start()
+    clock.now += 2.0
+    for recorder in paced:
+        recorder.stop()
+    payloads = [recorder.payload() for recorder in paced]
+    assert merge_payloads(payloads)["intended"] == 20 + 60
+    assert merge_payloads([*payloads, {**payloads[0], "intended": None}])["intended"] is None

@@ -34,7 +34,7 @@ from pytest_netperf.drivers.locust.in_locust.connection_counter import (
 )
 from pytest_netperf.drivers.locust.in_locust.error_kinds import classify_exception
 from pytest_netperf.drivers.locust.in_locust.output_document import output_document
-from pytest_netperf.drivers.locust.in_locust.pacing import paced_wait_time
+from pytest_netperf.drivers.locust.in_locust.pacing import Pacing
 from pytest_netperf.drivers.locust.in_locust.session_master import SessionMaster
 from pytest_netperf.drivers.locust.in_locust.window_recorder import WindowRecorder
 from pytest_netperf.results.histogram import HIGHEST_NS, new_histogram, percentile_ns
@@ -161,6 +161,8 @@ class NetperfNode:
         self.controller: Optional[gevent.Greenlet] = None
         self._sent_at_open = 0
         self._original_wait_times: dict[Any, Any] = {}
+        #: The round's pacing (None for a closed-loop round).
+        self.pacing: Optional[Pacing] = None
 
     # -- roles -----------------------------------------------------------------------------
     @property
@@ -213,14 +215,16 @@ class NetperfNode:
         for user_class in self.environment.user_classes:  # a session's earlier round may have paced them
             self._original_wait_times.setdefault(user_class, user_class.wait_time)
             user_class.wait_time = self._original_wait_times[user_class]
+        self.pacing = None
         if rate <= 0:
             return
-        wait = paced_wait_time(rate / users, self.options.netperf_arrival, lambda: self.recorder.note_iteration())
+        self.pacing = Pacing(rate / users, self.options.netperf_arrival, lambda: self.recorder.note_iteration())
         for user_class in self.environment.user_classes:
-            user_class.wait_time = wait
+            user_class.wait_time = self.pacing.as_user_method()
 
     def open_window(self) -> None:
-        self.recorder = WindowRecorder(interval_s=float(self.options.netperf_interval))
+        intended_by = self.pacing.intended_by if self.pacing is not None else None
+        self.recorder = WindowRecorder(interval_s=float(self.options.netperf_interval), intended_by=intended_by)
         self.recorder.start()
         self._sent_at_open = bytes_sent()
         self.cpu.start()

@@ -33,11 +33,20 @@ class _IntervalCounts:
 class WindowRecorder:
     """Counts responses, errors and latencies that complete inside the measurement window."""
 
-    def __init__(self, interval_s: float = 1.0, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        interval_s: float = 1.0,
+        clock: Callable[[], float] = time.monotonic,
+        intended_by: Optional[Callable[[float], int]] = None,
+    ) -> None:
+        """``intended_by(t)``: the paced users' intended starts at or before ``t`` (same
+        clock); with it the window also counts the iterations its schedules intended."""
         if interval_s <= 0:
             raise ValueError("interval_s must be positive")
         self._interval_s = interval_s
         self._clock = clock
+        self._intended_by = intended_by
+        self._intended_at_start = 0
         self._started_at: Optional[float] = None
         self._stopped_at: Optional[float] = None
         self._reset()
@@ -54,6 +63,8 @@ class WindowRecorder:
         #: Bytes this process sent during the window (set by the listener from the socket counter).
         self.bytes_sent = 0
         self.iterations = 0
+        #: Iterations the pacing schedules intended to start inside the window (None unpaced).
+        self.intended: Optional[int] = None
         self._intervals: dict[int, _IntervalCounts] = {}
 
     @property
@@ -66,11 +77,15 @@ class WindowRecorder:
         self._reset()
         self._started_at = self._clock()
         self._stopped_at = None
+        if self._intended_by is not None:
+            self._intended_at_start = self._intended_by(self._started_at)
 
     def stop(self) -> None:
         """Close the window; later records are ignored."""
         if self.active:
             self._stopped_at = self._clock()
+            if self._intended_by is not None:
+                self.intended = self._intended_by(self._stopped_at) - self._intended_at_start
 
     @property
     def window_s(self) -> float:
@@ -155,6 +170,7 @@ class WindowRecorder:
             "bytes_received": self.bytes_received,
             "bytes_sent": self.bytes_sent,
             "iterations": self.iterations,
+            "intended": self.intended,
             "latency": encode_histogram(self.latency),
             "intervals": intervals,
         }
@@ -167,7 +183,8 @@ def _add_counts(total: dict[str, int], part: dict[str, int]) -> None:
 
 def merge_payloads(payloads: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Add the windows of several processes: counters sum, histograms add losslessly,
-    intervals merge by index.  ``window_s`` is the longest of the parts."""
+    intervals merge by index.  ``window_s`` is the longest of the parts; ``intended`` is
+    known only if every part knows it."""
     parts = list(payloads)
     latency = new_histogram()
     merged: dict[str, Any] = {
@@ -201,6 +218,8 @@ def merge_payloads(payloads: Iterable[dict[str, Any]]) -> dict[str, Any]:
             for key in ("requests", "ok", "errors"):
                 slot[key] += int(item[key])
             slot["histogram"].add(decode_histogram(item["histogram"]))
+    intended = [part.get("intended") for part in parts]
+    merged["intended"] = sum(intended) if intended and None not in intended else None
     merged["latency"] = encode_histogram(latency)
     merged["intervals"] = [
         {**intervals[index], "histogram": encode_histogram(intervals[index]["histogram"])}
