@@ -24,12 +24,14 @@ if TYPE_CHECKING:  # the policy names are read where numpy is absent (the Locust
 
 #: Every policy name, the default first.
 POLICIES: tuple[str, ...] = ("change", "estimate", "fail", "warn", "pass")
-#: ``change`` tests "no change" at this share of the verdict's alpha (2.5% one-sided at 95%
+#: ``change`` tests "no change" at this share of the verdict's alpha (1% one-sided at 95%
 #: confidence). Chosen on recorded A/A rounds of the 2-core runner (tests/unit/test_aa_replay.py),
 #: whose neighbouring rounds correlate (lag 1: +0.2) and whose CPU and P90 rounds have heavy
-#: tails: at the full alpha 5.8% (CPU per request) and 6.2% (P90) of unchanged gates went red
-#: at a budget 2.5% from no change; at half of it 4.2% and 3.8%.
-CHANGE_LEVEL_SHARE = 0.5
+#: tails, at a budget 2.5% from no change: at the full alpha 5.8% (CPU per request) and 6.2%
+#: (P90) of unchanged gates went red; at half of it 4.2% and 3.8%, and 7.2% and 6.0% once
+#: the procedure kept measuring budgets a regression could still fail
+#: (:data:`~pytest_netperf.verdict.stats.UNDECIDABLE_REACH_SE`); at a fifth, 3.5% and 4.0%.
+CHANGE_LEVEL_SHARE = 0.2
 
 
 def undecided_fails(budget: Budget, verdict: Optional[Verdict], policy: str) -> bool:

@@ -156,7 +156,7 @@ def evaluate(
     higher_is_worse = (budget.direction == "higher") == (budget.form != "loss")
     p_change = estimate.p_greater(null_z) if higher_is_worse else estimate.p_less(null_z)
     note = ""
-    if verdict.status is Status.INCONCLUSIVE and max_rounds is not None and look_index < looks:
+    if verdict.status is Status.INCONCLUSIVE and max_rounds is not None:
         last_alpha = alpha_for_look(alpha, looks, looks, spending)
         note = undecidable_note(budget, estimate, null_z, last_alpha, max_rounds, higher_is_worse)
     return replace(verdict, p_change=p_change, undecidable=note)
@@ -176,6 +176,16 @@ def _no_change_z(budget: Budget, log_scale: bool) -> Optional[float]:
     return None if value is None else _from_units(budget, value, log_scale)
 
 
+#: How many standard errors worse than its estimate a budget's true value may plausibly be
+#: while the procedure judges whether measuring on could still FAIL it (the early rounds'
+#: standard error is itself uncertain: at 6 rounds by about a third). At one, alternating
+#: throughput gates of a 5% cut stopped after 6-16 rounds with estimates of 0.959x-0.976x
+#: against a 0.975x budget, 7 of 23 missed; replayed on their rounds
+#: (benchmarks/rounds_anatomy.py data), 75% caught at one, 98% at two with no stop past the
+#: budget, unchanged gates red 2.0% -> 1.0% (with the policy's level, verdict/policy.py).
+UNDECIDABLE_REACH_SE = 2.0
+
+
 def undecidable_note(
     budget: Budget, est: Estimate, null_z: float, last_alpha: float, max_rounds: int, higher_is_worse: bool
 ) -> str:
@@ -183,20 +193,24 @@ def undecidable_note(
 
     With the spread of the rounds so far, the interval at the last look would still be
     wider on each side than the budget's distance from no change: an unchanged stack could
-    not PASS. Unless the estimate already leans past the budget (by one standard error,
-    so a regression can still FAIL), measuring on cannot decide it.
+    not PASS. At the last look that is the note of a final INCONCLUSIVE. Before it, the
+    procedure stops early on the note, unless a regression could still FAIL: while the
+    estimate lies past the budget, or while a true value :data:`UNDECIDABLE_REACH_SE`
+    standard errors worse than the estimate would lie past it by the last look's half-width.
     """
-    if max_rounds <= est.n or not math.isfinite(est.se):
+    if not math.isfinite(est.se):
         return ""
-    se_max = est.se * math.sqrt(est.n / max_rounds)
-    df_max = est.df + (max_rounds - est.n)
+    final = est.n >= max_rounds
+    rounds_max = max(max_rounds, est.n)
+    se_max = est.se * math.sqrt(est.n / rounds_max)
+    df_max = est.df + (rounds_max - est.n)
     half_max = float(special.stdtrit(df_max, 1.0 - last_alpha)) * se_max
     z_threshold = _from_units(budget, budget.threshold, est.log_scale)
     distance = abs(z_threshold - null_z)
     if half_max <= distance:
         return ""
-    worse = 1.0 if higher_is_worse else -1.0
-    if worse * (est.center - z_threshold) + est.se > half_max:  # may still FAIL: keep measuring
+    past = (1.0 if higher_is_worse else -1.0) * (est.center - z_threshold)
+    if not final and (past > 0 or past + UNDECIDABLE_REACH_SE * est.se > half_max):  # may still FAIL
         return ""
     smallest = math.expm1(half_max) if est.log_scale else half_max
     allowed = abs(budget.threshold - (no_change_value(budget) or 0.0))
@@ -204,10 +218,13 @@ def undecidable_note(
         shown, budget_shown = f"{smallest:.1%}", f"{allowed:.1%}"
     else:
         shown, budget_shown = budget.format_value(smallest), budget.format_value(allowed)
-    return (
-        f"cannot be decided on this runner: with the spread of these {est.n} rounds, even {max_rounds} "
-        f"rounds would only resolve changes of about {shown} from no change, and the budget allows {budget_shown}"
+    resolves = (
+        f"these {est.n} rounds resolve changes of about {shown}"
+        if final
+        else f"with the spread of these {est.n} rounds, even {max_rounds} rounds would only resolve changes "
+        f"of about {shown}"
     )
+    return f"cannot be decided on this runner: {resolves} from no change, and the budget allows {budget_shown}"
 
 
 # ----- multiple comparisons -------------------------------------------------------------

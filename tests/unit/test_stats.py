@@ -14,7 +14,9 @@ Rates are asserted with a binomial margin (99.9% quantile) around the target.
 
 from __future__ import annotations
 
+import math
 import re
+from collections.abc import Callable
 from typing import Optional
 
 import numpy as np
@@ -327,22 +329,47 @@ def test_sequential_verdict_stops_when_decided_and_caps_rounds() -> None:
     assert verdict.status in (Status.INCONCLUSIVE, Status.FAIL) and not verdict.undecidable  # kept measuring
 
 
-def test_a_budget_the_runner_cannot_decide_stops_at_the_first_look_and_says_what_it_could() -> None:
+def _fixed_log_ratios(ratios: list[float]) -> Callable[[int], Rounds]:
+    """Rounds whose log ratios (candidate over reference) repeat ``ratios`` in order."""
     asked: list[int] = []
-    rng = np.random.default_rng(3)
 
-    def unchanged(k: int) -> Rounds:  # 20% noise per side, no change, a budget 2.5% from no change
+    def measure(k: int) -> Rounds:
+        start = sum(asked)
         asked.append(k)
-        ref = 10_000 * np.exp(rng.normal(0, 0.2, k))
-        return Rounds(ref * np.exp(rng.normal(0, 0.2, k)), ref)
+        logs = [ratios[(start + i) % len(ratios)] for i in range(k)]
+        return Rounds([10_000 * math.exp(x) for x in logs], [10_000.0] * k)
 
-    verdict = sequential_verdict("rps >= 0.975x reference", unchanged, plan=SequentialPlan(max_rounds=32, batch=4))
-    assert asked == [5], "no rounds spent on a budget this noise cannot decide"
+    measure.asked = asked  # type: ignore[attr-defined]
+    return measure
+
+
+def test_a_budget_the_runner_cannot_decide_stops_at_the_first_look_and_says_what_it_could() -> None:
+    # 22% spread per pair, the candidate reading 8% better: even a truth two standard
+    # errors worse could not fail a budget 2.5% from no change within 32 rounds
+    measure = _fixed_log_ratios([0.30, -0.20, 0.25, -0.10, 0.15])
+    verdict = sequential_verdict("rps >= 0.975x reference", measure, plan=SequentialPlan(max_rounds=32, batch=4))
+    assert measure.asked == [5], "no rounds spent on a budget this noise cannot decide"
     assert verdict.status is Status.INCONCLUSIVE and verdict.look_index == 1
     found = re.search(r"even 32 rounds would only resolve changes of about (\d+\.\d)%", verdict.undecidable)
     assert found and float(found.group(1)) > 2.5, verdict.undecidable
     assert verdict.undecidable.endswith("and the budget allows 2.5%")
     assert 0.0 < verdict.p_change < 1.0
+
+
+def test_a_budget_a_regression_could_still_fail_keeps_measuring() -> None:
+    # the same spread reading no change: a truth one standard error worse could not fail it,
+    # two could; alternating throughput gates of a real 5% cut stopped here when one was the reach
+    centred = [0.22, -0.28, 0.17, -0.18, 0.07]
+    measure = _fixed_log_ratios(centred)
+    verdict = sequential_verdict("rps >= 0.975x reference", measure, plan=SequentialPlan(max_rounds=32, batch=4))
+    assert measure.asked[:2] == [5, 4]
+    assert verdict.status is Status.INCONCLUSIVE
+    # an estimate past the budget keeps measuring however wide the interval, to the last
+    # look, where the final INCONCLUSIVE says what the rounds resolve
+    past = _fixed_log_ratios([x - 0.05 for x in centred])
+    verdict = sequential_verdict("rps >= 0.975x reference", past, plan=SequentialPlan(max_rounds=32, batch=4))
+    assert sum(past.asked) == 32 and verdict.status is Status.INCONCLUSIVE
+    assert verdict.undecidable.startswith("cannot be decided on this runner: these 32 rounds resolve changes of about")
 
 
 def test_a_decidable_budget_is_never_called_undecidable() -> None:
@@ -536,7 +563,7 @@ def test_the_inconclusive_warning_says_why_a_budget_stayed_undecided() -> None:
 
     budget = parse_budget("rps >= 0.975x reference")
     verdict = sequential_verdict(budget, unchanged, plan=SequentialPlan(max_rounds=32, batch=4))
-    early = BudgetOutcome("t.py::test", "default", budget, Status.INCONCLUSIVE, verdict, [], "reference")
-    assert _why_undecided(early).startswith("cannot be decided on this runner: with the spread of these 5 rounds")
+    undecided = BudgetOutcome("t.py::test", "default", budget, Status.INCONCLUSIVE, verdict, [], "reference")
+    assert _why_undecided(undecided).startswith("cannot be decided on this runner: ")
     capped = BudgetOutcome("t.py::test", "default", budget, Status.INCONCLUSIVE, None, [], "reference")
     assert _why_undecided(capped) == "undecided after the maximum rounds"
