@@ -112,4 +112,3 @@ class Pacing:
         """Intended starts of every user at or before ``moment`` (the present; see
         :meth:`UserSchedule.intended_by`)."""
         return sum(schedule.intended_by(moment) for schedule in self._schedules)
-
