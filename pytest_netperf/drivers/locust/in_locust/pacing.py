@@ -45,9 +45,9 @@ class UserSchedule:
         return self._handed_out
 
     def intended_by(self, moment: float) -> int:
-        """How many start times of this schedule fall at or before ``moment``, a moment no
-        earlier than the start last handed out (the schedule keeps no history): the
-        present, as a window's clock reads it."""
+        """How many start times of this schedule fall at or before ``moment``: the present
+        or later, as a window's clock reads it (of the starts handed out, only the last,
+        one a user may still be waiting for, is remembered)."""
         while self._last <= moment:
             self._draw()
         later = sum(1 for start in self._pending if start > moment)
