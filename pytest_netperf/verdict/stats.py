@@ -181,7 +181,7 @@ def _no_change_z(budget: Budget, log_scale: bool) -> Optional[float]:
 #: standard error is itself uncertain: at 6 rounds by about a third). At one, alternating
 #: throughput gates of a 5% cut stopped after 6-16 rounds with estimates of 0.959x-0.976x
 #: against a 0.975x budget, 7 of 23 missed; replayed on their rounds
-#: (benchmarks/rounds_anatomy.py data), 81% caught at one, 98% at two with no stop past the
+#: (tests/unit/test_alternate_throughput_replay.py), 81% caught at one, 98% at two with no stop past the
 #: budget, unchanged gates red 2.0% -> 1.0% (with the policy's level, verdict/policy.py).
 UNDECIDABLE_REACH_SE = 2.0
 
