@@ -24,12 +24,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from block_replay import replayed_gates
 
 from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import parse_budget
-from pytest_netperf.verdict.policy import undecided_fails
-from pytest_netperf.verdict.sequential import Rounds, SequentialPlan, sequential_verdict
-from pytest_netperf.verdict.status import Status
+from pytest_netperf.verdict.sequential import SequentialPlan
 
 RECORDINGS = ("aa_rounds.json", "aa_rounds_poisson.json")
 GATES = 400
@@ -54,25 +53,11 @@ def red_rate(file: str, metric: str, policy: str, seed: int = 7) -> tuple[float,
     budget = parse_budget(text)
     recorded = recording(file)["sets"][name]["metrics"][metric]
     cand, ref = np.asarray(recorded["candidate"]), np.asarray(recorded["reference"])
-    rng = np.random.default_rng(seed)
-    reds = rounds = 0
-    for _ in range(GATES):
-        stream: list[int] = []
-
-        def measure(k: int, stream: list[int] = stream) -> Rounds:
-            while len(stream) < k:
-                start = int(rng.integers(0, cand.size - BLOCK + 1))
-                stream.extend(range(start, start + BLOCK))
-            taken, stream[:] = stream[:k], stream[k:]
-            return Rounds(candidate=cand[taken].tolist(), reference=ref[taken].tolist())
-
-        verdict = sequential_verdict(budget, measure, plan=SequentialPlan())
-        rounds += verdict.n_rounds
-        reds += verdict.status is Status.FAIL or (
-            verdict.status is Status.INCONCLUSIVE and undecided_fails(budget, verdict, policy)
-        )
-    rate = reds / GATES
-    return rate, math.sqrt(max(rate * (1 - rate), 1e-9) / GATES), rounds / GATES
+    starts = range(cand.size - BLOCK + 1)
+    rate, rounds = replayed_gates(
+        budget, cand, ref, starts, plan=SequentialPlan(), policy=policy, gates=GATES, block=BLOCK, seed=seed
+    )
+    return rate, math.sqrt(max(rate * (1 - rate), 1e-9) / GATES), rounds
 
 
 @pytest.mark.parametrize("file", RECORDINGS)

@@ -20,15 +20,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from block_replay import replayed_gates
 from scipy import special
 
 from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import Budget, parse_budget
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.estimators import Estimate
-from pytest_netperf.verdict.policy import undecided_fails
-from pytest_netperf.verdict.sequential import Rounds, SequentialPlan, sequential_verdict
-from pytest_netperf.verdict.status import Status
+from pytest_netperf.verdict.sequential import SequentialPlan
 
 BUDGET = parse_budget("rps >= 0.975x reference")
 PLAN = SequentialPlan(min_rounds=6, max_rounds=32, batch=5)
@@ -54,23 +53,9 @@ def recorded(name: str) -> tuple[np.ndarray, np.ndarray, list[int]]:
 def red_share(name: str, seed: int = 3) -> float:
     """Share of replayed gates of set ``name`` that end red under the default policy."""
     cand, ref, starts = recorded(name)
-    rng = np.random.default_rng(seed)
-    reds = 0
-    for _ in range(GATES):
-        stream: list[int] = []
-
-        def measure(k: int, stream: list[int] = stream) -> Rounds:
-            while len(stream) < k:
-                start = starts[int(rng.integers(0, len(starts)))]
-                stream.extend(range(start, start + BLOCK))
-            taken, stream[:] = stream[:k], stream[k:]
-            return Rounds(candidate=cand[taken].tolist(), reference=ref[taken].tolist())
-
-        verdict = sequential_verdict(BUDGET, measure, plan=PLAN)
-        reds += verdict.status is Status.FAIL or (
-            verdict.status is Status.INCONCLUSIVE and undecided_fails(BUDGET, verdict, defaults.INCONCLUSIVE)
-        )
-    return reds / GATES
+    return replayed_gates(
+        BUDGET, cand, ref, starts, plan=PLAN, policy=defaults.INCONCLUSIVE, gates=GATES, block=BLOCK, seed=seed
+    )[0]
 
 
 def test_a_five_percent_cut_taken_in_turns_is_caught() -> None:
