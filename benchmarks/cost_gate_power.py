@@ -22,7 +22,7 @@ false FAILs, catches, INCONCLUSIVEs, the measured change, the repetitions' sprea
 median seconds to a verdict (both sides' cost passes).
 
 Usage: python benchmarks/cost_gate_power.py [--gates 20] [--proxies nginx,haproxy:10,envoy:5,nginx-ka]
-       [--budget 1.005] [--repetitions 3] [--low 200] [--high 1000]
+       [--budget 1.005] [--repetitions 3] [--low 200] [--high 1000] [--both-tools]
 Needs Docker, the local images (`netperf images build`) and Debian's apt for the cost images.
 Everything started is removed.
 """
@@ -175,11 +175,14 @@ def topology(name: str, kind: str, config: Path) -> Topology:
     return Topology(name, (app, edge), (Target("edge", "edge", 80),))
 
 
-def cost_of(running: RunningTopology, tool: str, plan: CostPassPlan) -> MarginalCost:
+def cost_of(running: RunningTopology, tool: str, plan: CostPassPlan, both_tools: bool) -> MarginalCost:
+    """``tool``'s cost of the stack's edge; with ``both_tools`` counted beside the other tool's
+    runs, as a test with both budgets on a machine of two or more cores does."""
     endpoint = running.endpoint("edge")
     assert endpoint.tracer is not None
     driver = RustDriver()
-    return run_cost_pass(endpoint.tracer, [tool], driver.run, endpoint.url, LoadShape(), plan)[tool]
+    tools = ["instructions", "syscalls"] if both_tools else [tool]
+    return run_cost_pass(endpoint.tracer, tools, driver.run, endpoint.url, LoadShape(), plan, parallel=both_tools)[tool]
 
 
 def main() -> None:
@@ -190,6 +193,9 @@ def main() -> None:
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--low", type=int, default=200)
     parser.add_argument("--high", type=int, default=1000)
+    parser.add_argument(
+        "--both-tools", action="store_true", help="count instructions and system calls side by side in every pass"
+    )
     args = parser.parse_args()
     plan = CostPassPlan(low=args.low, high=args.high, repetitions=args.repetitions)
     known = cases(args.budget)
@@ -213,8 +219,8 @@ def main() -> None:
                 for gate in range(gates):
                     for scenario, candidate in (("A/A", "a2"), ("change", "b")):
                         started = time.monotonic()
-                        base = cost_of(stacks["a"], case.tool, plan)  # each gate its own base pass
-                        head = cost_of(stacks[candidate], case.tool, plan)
+                        base = cost_of(stacks["a"], case.tool, plan, args.both_tools)  # each gate its own base pass
+                        head = cost_of(stacks[candidate], case.tool, plan, args.both_tools)
                         verdict = evaluate_repetitions(budget, list(head.per_request), list(base.per_request))
                         seconds = time.monotonic() - started
                         spread = max(base.spread, head.spread)

@@ -5,7 +5,7 @@
     netperf baseline update (TEST_ID ... | --all) [--dir .netperf]
     netperf baseline prune (--known-from FILE | --collect) [--dry-run] [--dir .netperf]
     netperf clean [--all] [--dry-run]
-    netperf images build [--force] [--only ROLE]
+    netperf images build [--force] [--only ROLE] [--cost]
     netperf calibrate [PYTEST_ARGS ...]
     netperf locust-worker --master HOST:PORT [-f LOCUSTFILE]
     netperf init [COMPOSE_FILE] [--tests-dir DIR] [--package SPEC] [--ci github,gitlab] [--force]
@@ -73,6 +73,11 @@ def build_parser() -> argparse.ArgumentParser:
     build = image_commands.add_parser("build", help="build the local images (offline)")
     build.add_argument("--force", action="store_true", help="rebuild even when up to date")
     build.add_argument("--only", metavar="ROLE", help="build only this role (e.g. nginx)")
+    build.add_argument(
+        "--cost",
+        action="store_true",
+        help="also build the proxies' cost variants (valgrind, strace) for cost budgets (else built on first use)",
+    )
 
     cli_init.add_parser(commands)
 
@@ -130,7 +135,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "clean":
         return run_clean(everything=args.all, dry_run=args.dry_run)
     if args.command == "images":
-        return run_images_build(args.force, args.only)
+        return run_images_build(args.force, args.only, args.cost)
     if args.command == "init":
         return cli_init.run_init(args.compose_file, args.tests_dir, args.package, args.ci, args.force)
     if args.command == "locust-worker":
@@ -196,14 +201,14 @@ def run_clean(everything: bool = False, dry_run: bool = False) -> int:
     return 0
 
 
-def run_images_build(force: bool, only: Optional[str]) -> int:
+def run_images_build(force: bool, only: Optional[str], cost: bool = False) -> int:
     """Build the local images (``runtime.images.build_images``)."""
     try:
         from pytest_netperf.images.resolve import build_images
     except ImportError as exc:
         return _fail(f"images build: the image builder is not available ({exc})")
     try:
-        built = build_images(force=force, only=[only] if only else None, progress=print)
+        built = build_images(force=force, only=[only] if only else None, progress=print, cost=cost)
     except ValueError as exc:  # an unknown role
         _fail(f"images build: {exc}")
         return 2

@@ -28,6 +28,7 @@ from requests.exceptions import ReadTimeout
 from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ImageMissingError
+from pytest_netperf.images.cost_image import cost_image
 from pytest_netperf.images.inputs import (
     DEFAULT_CONFIGS,
     default_config_note,
@@ -66,6 +67,9 @@ LOCAL_IMAGES: dict[str, str] = {
 }
 #: Build order: the driver layer last, so a missing driver binary leaves the others built.
 LOCAL_BUILD_ORDER: tuple[str, ...] = ("nginx", "haproxy", "envoy", "locust", "echo")
+#: Roles whose cost variant (valgrind and strace added, images/cost_image.py) ``build --cost``
+#: builds too: the proxies a cost budget traces. Built on first use otherwise (~25 s each).
+COST_ROLES: tuple[str, ...] = ("nginx", "haproxy", "envoy")
 BUILD_COMMAND = "netperf images build"
 #: After a build, each role's image must run this and print text starting with the expectation.
 SMOKE_COMMANDS: dict[str, tuple[list[str], str]] = {
@@ -372,10 +376,12 @@ def build_images(
     force: bool = False,
     only: Iterable[str] | None = None,
     progress: Callable[[str], None] = print,
+    cost: bool = False,
 ) -> dict[str, str]:
     """Build the local images (idempotent: an image whose input hash matches is kept).
 
-    ``only`` limits the roles (kong is never built: there is no offline route for it).
+    ``only`` limits the roles (kong is never built: there is no offline route for it);
+    ``cost`` also builds the cost variants of the COST_ROLES among them, as ``<role>-cost``.
     Returns role -> tag. Needs root and debootstrap for the base; raises ImageBuildError.
     """
     roles = _roles_to_build(only, progress)
@@ -389,6 +395,10 @@ def build_images(
     built: dict[str, str] = {}
     for role in roles:
         built[role] = _ensure_role(client, role, base_id, force, say)
+    if cost:
+        for role in [r for r in roles if r in COST_ROLES]:
+            say(f"{role}: cost variant (valgrind, strace) ...")
+            built[f"{role}-cost"] = cost_image(client, built[role], f"role {role}")
     say(f"done: {', '.join(f'{r}={t}' for r, t in built.items())}")
     return built
 

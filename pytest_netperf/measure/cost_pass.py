@@ -12,6 +12,7 @@ per second (timers) cancel.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Optional, Protocol
 from urllib.parse import urlsplit, urlunsplit
@@ -91,24 +92,39 @@ def run_cost_pass(
     shape: LoadShape,
     plan: Optional[CostPassPlan] = None,
     progress: Callable[[str], None] = lambda _: None,
+    parallel: bool = False,
 ) -> dict[str, MarginalCost]:
-    """tool -> marginal cost per request of ``tracer``'s node; ``run(url, shape)`` is the driver."""
+    """tool -> marginal cost per request of ``tracer``'s node; ``run(url, shape)`` is the driver.
+
+    With ``parallel`` each tool's repetitions run in a thread of their own, beside the other
+    tool's (each run has a clone and a connection of its own; what valgrind and strace count
+    does not depend on timing): the pass takes as long as its slower tool instead of both.
+    """
     plan = plan or CostPassPlan()
     tools = list(tools)
-    pairs: dict[str, list[tuple[TraceCount, TraceCount]]] = {tool: [] for tool in tools}
-    for repetition in range(plan.repetitions):
-        for tool in tools:
+
+    def repetitions_of(tool: str) -> list[tuple[TraceCount, TraceCount]]:
+        pairs = []
+        for repetition in range(plan.repetitions):
             # the larger count first, as fast as the traced server answers; then the smaller one
             # paced over the same time, so that work a server does per second (timers, stats
             # flushes, DNS refreshes) is the same in both runs and cancels with start-up
             high, loaded_s = _traced_run(tracer, tool, run, url, shape, plan, plan.high, None)
             pace = plan.low / loaded_s if loaded_s > MIN_PACED_S else None
             low, _ = _traced_run(tracer, tool, run, url, shape, plan, plan.low, pace)
-            pairs[tool].append((low, high))
+            pairs.append((low, high))
             progress(
                 f"cost pass {tracer.node} {tool} repetition {repetition + 1}/{plan.repetitions}: "
                 f"{low.seconds + high.seconds:.1f}s"
             )
+        return pairs
+
+    if parallel and len(tools) > 1:
+        with ThreadPoolExecutor(max_workers=len(tools), thread_name_prefix="netperf-cost") as pool:
+            futures = {tool: pool.submit(repetitions_of, tool) for tool in tools}
+            pairs = {tool: future.result() for tool, future in futures.items()}
+    else:
+        pairs = {tool: repetitions_of(tool) for tool in tools}
     costs = {tool: marginal(tracer.node, pairs[tool]) for tool in tools}
     for cost in costs.values():
         problem = implausible(cost)

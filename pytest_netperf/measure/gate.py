@@ -9,6 +9,7 @@ Nothing here imports pytest.
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -559,6 +560,7 @@ class Gate:
                     series.shape,
                     self.cost_pass_plan,
                     self._progress,
+                    parallel=len(os.sched_getaffinity(0)) > 1,
                 )
             except (NetperfError, ValueError) as exc:
                 series.trace_error = str(exc)

@@ -12,6 +12,7 @@ from docker_helpers import get
 from pytest_netperf import Node, Target, Topology
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
+from pytest_netperf.images.cost_image import cost_image_tag
 from pytest_netperf.images.layers import LABEL_INPUTS, image_id
 from pytest_netperf.images.resolve import (
     BASE_IMAGE,
@@ -53,6 +54,15 @@ def test_second_build_reuses_every_image(client: DockerClient, local_images: dic
         assert any(f"{role}: up to date" in line for line in lines), lines
     assert not any("building" in line for line in lines), lines
     assert {role: image_id(client, tag) for role, tag in local_images.items()} == before
+
+
+def test_cost_build_adds_the_proxies_cost_variants(client: DockerClient, local_images: dict[str, str]) -> None:
+    lines: list[str] = []
+    built = build_images(only=["nginx", "echo"], progress=lines.append, cost=True)
+    assert set(built) == {"nginx", "echo", "nginx-cost"}  # echo is no proxy: no cost variant
+    assert built["nginx-cost"] == cost_image_tag(str(client.images.get(local_images["nginx"]).id))
+    output = client.containers.run(built["nginx-cost"], ["valgrind", "--version"], remove=True, stdout=True)
+    assert output.decode().startswith("valgrind-")
 
 
 def test_local_images_carry_their_input_hash(client: DockerClient, local_images: dict[str, str]) -> None:

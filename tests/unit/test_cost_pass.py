@@ -228,7 +228,8 @@ def test_cost_pass_counts_low_and_high_per_repetition_and_tool() -> None:
     assert costs["instructions"].per_request == (2_000.0, 2_000.0)
     assert costs["syscalls"].by_name == {"f": 3.0}
     # the larger count first, as fast as it goes; the smaller one paced over the same 5 s
-    assert server.calls == [("instructions", 1000), ("instructions", 200), ("syscalls", 1000), ("syscalls", 200)] * 2
+    per_tool = {tool: [(tool, 1000), (tool, 200)] * 2 for tool in ("instructions", "syscalls")}
+    assert server.calls == per_tool["instructions"] + per_tool["syscalls"]
     assert {url for url, _ in sent} == {"http://10.0.0.9:8000/x"}
     assert [shape.rate for _, shape in sent[:2]] == [None, pytest.approx(40.0)]
     notes = cost_pass_notes(parse_budget("syscalls_per_request[gw] <= 1.0x base"), costs_by_tool(costs), None, "base")
@@ -236,6 +237,20 @@ def test_cost_pass_counts_low_and_high_per_repetition_and_tool() -> None:
         "cost pass of gw (candidate): syscalls under strace, 2 x (1000 - 200) requests, 0.0s; "
         "3.0 per request, spread 0.00%"
     ]
+
+
+def test_parallel_tools_give_the_same_counts_each_in_its_own_order() -> None:
+    server = _LinearServer()
+
+    def run(url: str, shape: LoadShape) -> RoundResult:
+        return make_round(rps=int(shape.extra["requests"]) / 5, url=url)
+
+    plan = CostPassPlan(low=200, high=1000, repetitions=2, time_limit_s=60.0)
+    serial = run_cost_pass(_LinearServer(), ["instructions", "syscalls"], run, "http://h:1/x", LoadShape(), plan)
+    both = run_cost_pass(server, ["instructions", "syscalls"], run, "http://h:1/x", LoadShape(), plan, parallel=True)
+    assert both == serial
+    for tool in ("instructions", "syscalls"):  # each tool still runs high, then low, per repetition
+        assert [n for t, n in server.calls if t == tool] == [1000, 200, 1000, 200]
 
 
 @pytest.mark.parametrize("per_request", [0.0, -3.0, 40.0])
