@@ -44,7 +44,7 @@ ARRIVAL = "constant"
 #: Seconds per round, half the suite's 1 s: at 120-400 requests/s a round still holds 60-200
 #: samples, far more than the 10 a P90 needs. Two runs of this file here: the sweep took 48
 #: and 62 s, per-hop P90s 385-633 us, intervals +-55-164 us (six runs with 1 s rounds:
-#: 62-119 s, 427 us to 1.13 ms, +-26-251 us), so the suite stays near five minutes.
+#: 62-119 s, 427 us to 1.13 ms, +-26-251 us), so the example job stays within five minutes.
 ROUND_S = 0.5
 
 
