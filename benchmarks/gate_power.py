@@ -39,7 +39,7 @@ calibration (ref's CPU per request and P90, under the row's load) is measured ju
 Usage: python benchmarks/gate_power.py [--gates 20] [--only cpu,p90,rps] [--design alternate,simultaneous]
        [--rate 2000] [--arrival poisson|constant] [--calibrate-burn] [--calibration-pairs 32]
        [--fixed-burn 0] [--rps-placement pinned|quota] [--rps-burn 30] [--driver-cores 0] [--sut-cores 1]
-       [--cores 0.25] [--fixed-cores 1] [--skip-aa] [--duration 0.5] [--min-rounds 6]
+       [--cores 0.25] [--fixed-cores 1] [--skip-aa] [--skip-cut] [--duration 0.5] [--min-rounds 6]
        [--max-rounds alternate:32,simultaneous:64] [--rounds-out rounds.jsonl]
 Needs Docker and the local images (`netperf images build`). Everything started is removed.
 """
@@ -285,6 +285,8 @@ def scenarios(args: argparse.Namespace, stacks: tuple[RunningTopology, RunningTo
         if not args.skip_aa:
             both = with_base_burn(args, cand, group), with_base_burn(args, ref, group)
             yield Row(group, f"{group} A/A", BUDGETS[group], *both, shape)
+        if args.skip_cut:
+            continue
         if group == "rps" and args.rps_placement == QUOTA:
             place(args, stacks, group, quota_cut=True)
             yield Row(group, "rps -5% (cpu quota)", BUDGETS[group], cand, ref, shape)
@@ -357,6 +359,7 @@ def main() -> None:
         "--arrival", default=defaults.ARRIVAL, help="gaps of the fixed-rate loads (the gate checks the name)"
     )
     parser.add_argument("--skip-aa", action="store_true", help="only the injected rows (A/A figures of another run)")
+    parser.add_argument("--skip-cut", action="store_true", help="only the A/A rows (injected figures of another run)")
     parser.add_argument("--connections", type=int, default=8, help="connections at the fixed rate")
     parser.add_argument("--closed-connections", type=int, default=32, help="connections of the rps gates")
     parser.add_argument("--rps-placement", choices=(PINNED, QUOTA), default=PINNED, help="CPU layout of the rps rows")
