@@ -97,8 +97,9 @@ def run_cost_pass(
     """tool -> marginal cost per request of ``tracer``'s node; ``run(url, shape)`` is the driver.
 
     With ``parallel`` each tool's repetitions run in a thread of their own, beside the other
-    tool's (each run has a clone and a connection of its own; what valgrind and strace count
-    does not depend on timing): the pass takes as long as its slower tool instead of both.
+    tool's (each run has a clone and a connection of its own): the pass takes as long as its
+    slower tool instead of both, and its counts spread as they do alone
+    (benchmarks/cost_gate_power.py --both-tools).
     """
     plan = plan or CostPassPlan()
     tools = list(tools)

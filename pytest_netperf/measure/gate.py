@@ -9,7 +9,6 @@ Nothing here imports pytest.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Optional, Sequence
@@ -47,6 +46,7 @@ from pytest_netperf.measure.wire_counts import run_with_wire
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.results.traced import MarginalCost
 from pytest_netperf.runtime.commands import CommandRunner
+from pytest_netperf.runtime.resources import usable_cores
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
 from pytest_netperf.verdict.deterministic import evaluate_repetitions
@@ -560,7 +560,7 @@ class Gate:
                     series.shape,
                     self.cost_pass_plan,
                     self._progress,
-                    parallel=len(os.sched_getaffinity(0)) > 1,
+                    parallel=len(usable_cores()) > 1,
                 )
             except (NetperfError, ValueError) as exc:
                 series.trace_error = str(exc)
