@@ -44,7 +44,8 @@ from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.measure.cost_pass import CostPassPlan, run_cost_pass
 from pytest_netperf.results.traced import MarginalCost
 from pytest_netperf.runtime.cleanup import clean_session
-from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology
+from pytest_netperf.runtime.docker import DockerRuntime
+from pytest_netperf.runtime.running import RunningTopology
 from pytest_netperf.topology.model import Node, Target, Topology
 from pytest_netperf.verdict.deterministic import evaluate_repetitions
 from pytest_netperf.verdict.status import Status

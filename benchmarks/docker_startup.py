@@ -23,7 +23,7 @@ from pytest_netperf.engine.client import docker_client
 from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.compose.cli import find_compose
-from pytest_netperf.runtime.compose.stack import ComposeLauncher, StackSpec
+from pytest_netperf.runtime.compose.launcher import ComposeLauncher, StackSpec
 from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.topology import builders
 

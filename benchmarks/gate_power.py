@@ -66,14 +66,16 @@ from pytest_netperf.drivers import make_driver
 from pytest_netperf.errors import InvalidMeasurement
 from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.measure.design import ALTERNATE, AUTO, DESIGNS, SIMULTANEOUS
-from pytest_netperf.measure.gate import Gate, Measurement
+from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
+from pytest_netperf.measure.model import Measurement
 from pytest_netperf.measure.targets import with_query
 from pytest_netperf.report.failure import inconclusive_fails
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.commands import LocalRunner
-from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology
+from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.resources import usable_cores
+from pytest_netperf.runtime.running import RunningTopology
 from pytest_netperf.topology.model import Node, Target, Topology
 from pytest_netperf.topology.resources import cpuset_text
 from pytest_netperf.verdict import stats

@@ -19,7 +19,8 @@ from pytest_netperf.baseline.model import Baseline, SeriesRecord
 from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.errors import BaselineError, NetperfError
-from pytest_netperf.measure.gate import MISSING_BASELINE_NOTE, BaselineLookup, BudgetOutcome, Measurement, series_name
+from pytest_netperf.measure.model import BaselineLookup, Measurement, series_name
+from pytest_netperf.measure.outcomes import MISSING_BASELINE_NOTE, BudgetOutcome
 from pytest_netperf.verdict.status import Status
 
 #: The option that measures again and writes the baseline.

@@ -11,43 +11,28 @@ percentages as fractions, rates in requests per second).  The full grammar is in
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, replace
 from typing import Literal, Optional, Union
 
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.metrics import Family, format_fraction
+from pytest_netperf.budget.thresholds import Form, threshold_of
+from pytest_netperf.budget.tokens import (
+    check_operator,
+    match_budget,
+    parse_qualifiers,
+    per_krps_metric,
+    split_metric,
+    split_unit,
+)
 from pytest_netperf.errors import BudgetSyntaxError
 
+__all__ = ["PER_KRPS_TEXT", "Budget", "Comparison", "coerce_budget", "parse_budget"]
+
 Comparison = Literal["absolute", "reference", "baseline"]
-Form = Literal["value", "loss", "added", "ratio"]
 
-OPERATORS = ("<", "<=", ">", ">=", "==")
-
-_TIME_UNITS = {"ns": 1.0, "us": 1e3, "µs": 1e3, "μs": 1e3, "ms": 1e6, "s": 1e9}
-#: Memory units, binary as Docker's limits are (``64m`` there, ``64MB`` or ``64MiB`` here).
-_BYTE_UNITS = {
-    "b": 1.0,
-    **{f"{p}{s}": float(1024**power) for power, p in enumerate("kmg", start=1) for s in ("", "b", "ib")},
-}
 #: ``per 1k rps``: a cores budget normalised by throughput (Istio's "vCPU per 1000 rps").
 PER_KRPS_TEXT = "cores per 1k rps"
-_COUNT_SUFFIXES = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6}
-# Longest first, so "ms" wins over "m" and "s".
-_KNOWN_UNITS = sorted(set(_TIME_UNITS) | {"k", "K", "M", "m", "%", "x", "X", "×"}, key=len, reverse=True)
-
-_BUDGET_RE = re.compile(
-    r"""^\s*(?P<metric>[^\s<>=!]+)\s*
-        (?P<op><=|>=|==|=<|=>|!=|<|>|=)?\s*
-        (?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)?\s*
-        (?P<unit>[A-Za-zµμ%×]*)
-        (?P<rest>.*?)\s*$""",
-    re.VERBOSE,
-)
-_QUALIFIER_RE = re.compile(
-    r"(?:(?:vs|versus|of)?(?:the)?(?P<target>reference|ref|baseline|base)|per(?P<per>hop|depth)"
-    r"|per(?P<krps>1k|1000)(?:rps|requests/s|req/s))"
-)
 
 
 @dataclass(frozen=True)
@@ -220,144 +205,20 @@ def parse_budget(text: str) -> Budget:
     source = text.strip()
     if not source:
         raise BudgetSyntaxError("empty budget; expected e.g. 'p90 < 1ms' or 'rps_loss <= 10%'")
-    # node names in brackets may be written with spaces: cpu[app, db]
-    match = _BUDGET_RE.match(re.sub(r"\[([^\]]*)\]", lambda m: "[" + "".join(m.group(1).split()) + "]", source))
-    if match is None:  # pragma: no cover - the pattern accepts any non-empty text
-        raise BudgetSyntaxError(f"cannot read budget {source!r}; expected e.g. 'p90 < 1ms'")
-    metric, form = _split_metric(match.group("metric"), source)
-    op = _check_operator(match.group("op"), source)
+    match = match_budget(source)
+    metric, form = split_metric(match.group("metric"), source)
+    op = check_operator(match.group("op"), source)
     number = match.group("number")
     if number is None:
         raise BudgetSyntaxError(
             f"budget {source!r} needs a non-negative number after {op!r}; expected e.g. 'p90 < 1ms'"
         )
-    unit, rest = _split_unit(match.group("unit"), match.group("rest"), source)
-    target, per_hop, per_krps = _parse_qualifiers(rest, source)
+    unit, rest = split_unit(match.group("unit"), match.group("rest"), source)
+    target, per_hop, per_krps = parse_qualifiers(rest, source)
     if per_krps:  # 1 core per 1000 rps is 1ms (1e6 ns) of CPU per request
-        metric = _per_krps_metric(source, metric, form, unit, target)
+        metric = per_krps_metric(source, metric, form, unit, target)
         return replace(_build(source, metric, form, op, float(number) * 1e6, "ns", None, per_hop), per_krps=True)
     return _build(source, metric, form, op, float(number), unit, target, per_hop)
-
-
-# ----- parsing helpers ------------------------------------------------------------------
-def _metric_kind(metric: str) -> Family:
-    return metrics.get(metric).family
-
-
-def _split_metric(raw: str, source: str) -> tuple[str, Form]:
-    if "[" in raw:  # a metric of the system under test, scoped to nodes: cpu_per_request[edge]
-        base = raw.split("[", 1)[0].lower()
-        if not raw.endswith("]"):
-            raise BudgetSyntaxError(
-                f"budget {source!r}: close the brackets after the node names, without spaces, e.g. '{base}[app,db]'"
-            )
-        if base not in metrics.SYSTEM_METRICS:
-            known_system = ", ".join(f"{m}[node]" for m in metrics.SYSTEM_METRICS)
-            raise BudgetSyntaxError(
-                f"unknown metric {raw!r} in budget {source!r}; only these take [nodes]: {known_system}"
-            )
-        try:
-            return metrics.get(base + raw[len(base) :]).name, "value"
-        except KeyError as exc:
-            raise BudgetSyntaxError(f"budget {source!r}: {exc.args[0]}") from None
-    name = raw.lower()
-    if name in metrics.SYSTEM_METRICS:
-        raise BudgetSyntaxError(
-            f"budget {source!r}: {name} is read per node; name them, e.g. '{name}[edge]', '{name}[envoy-*]' "
-            f"or '{name}[*]' for the whole system under test"
-        )
-    known = metrics.names()
-    for suffix, form in (("_loss", "loss"), ("_added", "added")):
-        if name.endswith(suffix) and name[: -len(suffix)] in known:
-            return name[: -len(suffix)], form  # type: ignore[return-value]
-    if name in known:
-        return name, "value"
-    expected = ", ".join(known + ("rps_loss", "<latency>_added") + tuple(f"{m}[node]" for m in metrics.SYSTEM_METRICS))
-    raise BudgetSyntaxError(f"unknown metric {raw!r} in budget {source!r}; expected one of {expected}")
-
-
-def _check_operator(op: Optional[str], source: str) -> str:
-    if op is None:
-        raise BudgetSyntaxError(
-            f"budget {source!r} needs an operator after the metric; expected one of " + ", ".join(OPERATORS)
-        )
-    fixes = {"=": "==", "=<": "<=", "=>": ">="}
-    if op in fixes:
-        raise BudgetSyntaxError(f"operator {op!r} in budget {source!r}; did you mean {fixes[op]!r}?")
-    if op == "!=":
-        raise BudgetSyntaxError(
-            f"operator '!=' is not supported in budget {source!r}; expected one of " + ", ".join(OPERATORS)
-        )
-    return op
-
-
-def _split_unit(unit: str, rest: str, source: str) -> tuple[str, str]:
-    """Separate the unit from qualifiers written without a space (``1.2xreference``)."""
-    if unit == "" or unit in _KNOWN_UNITS or unit.lower() in _BYTE_UNITS:
-        return unit, rest
-    if _qualifiers_parse(unit + rest):  # no unit at all: "rps >= 5 reference"
-        return "", unit + rest
-    for known in _KNOWN_UNITS:
-        if unit.startswith(known):
-            tail = unit[len(known) :] + rest
-            if _qualifiers_parse(tail):
-                return known, tail
-    if unit.lower() in _TIME_UNITS:
-        return unit.lower(), rest
-    raise BudgetSyntaxError(
-        f"unknown unit {unit!r} in budget {source!r}; expected ns, us, ms, s (latency), k or M (counts), % or x"
-    )
-
-
-def _qualifiers_parse(rest: str) -> bool:
-    squeezed = re.sub(r"\s+", "", rest).lower()
-    position = 0
-    while position < len(squeezed):
-        found = _QUALIFIER_RE.match(squeezed, position)
-        if found is None or found.end() == position:
-            return False
-        position = found.end()
-    return True
-
-
-def _parse_qualifiers(rest: str, source: str) -> tuple[Optional[str], bool, bool]:
-    squeezed = re.sub(r"\s+", "", rest).lower()
-    target: Optional[str] = None
-    per_hop = per_krps = False
-    position = 0
-    while position < len(squeezed):
-        found = _QUALIFIER_RE.match(squeezed, position)
-        if found is None:
-            raise BudgetSyntaxError(
-                f"unexpected {rest.strip()!r} in budget {source!r}; expected nothing, "
-                "'reference', 'baseline', 'base', 'vs base', 'per hop' or 'per 1k rps'"
-            )
-        if found.group("target"):
-            if target is not None:
-                raise BudgetSyntaxError(f"budget {source!r} names what to compare with twice")
-            # "base": the base revision (--netperf-base), else the stored baseline
-            target = "baseline" if found.group("target") in ("baseline", "base") else "reference"
-        elif found.group("krps"):
-            if per_krps:
-                raise BudgetSyntaxError(f"budget {source!r} says 'per 1k rps' twice")
-            per_krps = True
-        else:
-            if per_hop:
-                raise BudgetSyntaxError(f"budget {source!r} says 'per hop' twice")
-            per_hop = True
-        position = found.end()
-    return target, per_hop, per_krps
-
-
-def _per_krps_metric(source: str, metric: str, form: Form, unit: str, target: Optional[str]) -> str:
-    """``cpu[X] <= 0.6 per 1k rps`` is judged as ``cpu_per_request[X]``; anything else is an error."""
-    scoped = metrics.split_scoped(metric)
-    if scoped is None or scoped[0] != "cpu" or form != "value" or target is not None or unit != "":
-        raise BudgetSyntaxError(
-            f"{source!r}: 'per 1k rps' takes an absolute number of cores, e.g. 'cpu[*] <= 0.6 per 1k rps'; "
-            "for a comparison write 'cpu_per_request[edge] <= 1.05x base'"
-        )
-    return metrics.get("cpu_per_request[" + ",".join(scoped[1]) + "]").name
 
 
 def _build(
@@ -370,184 +231,12 @@ def _build(
     target: Optional[str],
     per_hop: bool,
 ) -> Budget:
-    kind = _metric_kind(metric)
-    if unit.lower() == "x" or unit == "×":
-        form = _check_ratio(source, metric, form, kind, target)
-        threshold = number
-        if threshold <= 0:
-            raise BudgetSyntaxError(f"ratio in budget {source!r} must be above 0x")
-    elif form == "loss":
-        threshold = _check_loss(source, metric, unit, number)
-    elif form == "added":
-        threshold = _check_added(source, metric, kind, unit, number)
-    else:
-        threshold = _check_value(source, metric, op, kind, unit, number, target)
-    if per_hop and form != "added":
-        raise BudgetSyntaxError(
-            f"'per hop' in budget {source!r} applies to added latency only, e.g. 'p90_added <= 1ms per hop'"
-        )
-    if op == "==" and not metrics.get(metric).exact:
-        raise BudgetSyntaxError(
-            f"'==' in budget {source!r} is only for counts (errors, error_rate, sockets); use <, <=, > or >="
-        )
-    _check_satisfiable(source, metric, form, op, float(threshold))
+    threshold, form = threshold_of(source, metric, form, op, number, unit, target, per_hop)
     if form in ("loss", "added", "ratio"):
         comparison: Comparison = "baseline" if target == "baseline" else "reference"
     else:
         comparison = "absolute"
     return Budget(source, metric, op, float(threshold), comparison, form, per_hop)
-
-
-def _check_satisfiable(source: str, metric: str, form: Form, op: str, threshold: float) -> None:
-    """Reject thresholds that overflow, counts that are not whole, and budgets that can never hold."""
-    if not math.isfinite(threshold):
-        raise BudgetSyntaxError(f"{source!r}: the threshold is too large to represent; write a finite number")
-    family = metrics.get(metric).family
-    if form == "value" and family is Family.COUNT and not threshold.is_integer():
-        raise BudgetSyntaxError(f"{source!r}: {metric} is a count of whole {metric}; write a whole number")
-    never = form == "value" and (
-        (op == "<" and threshold <= 0) or (op == "<=" and threshold <= 0 and family is Family.LATENCY)
-    )
-    if never:
-        raise BudgetSyntaxError(
-            f"{source!r} can never hold: {metric} is never below 0"
-            + (" and a latency is never 0" if family is Family.LATENCY else "")
-            + {
-                Family.COUNT: f"; for none at all write '{metric} == 0'",
-                Family.FRACTION: f"; write '{metric} == 0%'",
-            }.get(family, "")
-        )
-
-
-_RATIO_FAMILIES = (
-    Family.LATENCY,
-    Family.RATE,
-    Family.CPU_TIME,
-    Family.CORES,
-    Family.BYTES,
-    Family.BITRATE,
-    Family.PACKET_RATE,
-    Family.INSTRUCTIONS,
-    Family.SYSCALLS,
-)
-
-
-def _check_ratio(source: str, metric: str, form: Form, kind: Family, target: Optional[str]) -> Form:
-    if form == "loss":
-        raise BudgetSyntaxError(f"{source!r}: a loss is a percentage, e.g. 'rps_loss <= 10%'")
-    if form == "added":
-        raise BudgetSyntaxError(
-            f"{source!r}: added latency takes a time unit (ns, us, ms, s); "
-            f"for a factor write '{metric} <= 1.2x reference'"
-        )
-    if kind not in _RATIO_FAMILIES:
-        raise BudgetSyntaxError(
-            f"{source!r}: a ratio applies to rps, latency, CPU, memory, gbps and pps metrics; "
-            f"{metric} budgets are absolute, e.g. 'errors == 0'"
-        )
-    if target is None:
-        raise BudgetSyntaxError(
-            f"{source!r}: a ratio needs what it is relative to; "
-            f"expected '{metric} ... x reference', '... x base' or '... x baseline'"
-        )
-    return "ratio"
-
-
-def _check_loss(source: str, metric: str, unit: str, number: float) -> float:
-    if metrics.get(metric).exact:
-        raise BudgetSyntaxError(
-            f"{source!r}: a loss applies to rps; {metric} budgets are absolute, "
-            "e.g. 'errors == 0' or 'error_rate <= 1%'"
-        )
-    if metrics.get(metric).family in (Family.BITRATE, Family.PACKET_RATE):
-        raise BudgetSyntaxError(f"{source!r}: a loss applies to rps; write '{metric} >= 0.9x reference'")
-    if metric != "rps":
-        raise BudgetSyntaxError(
-            f"{source!r}: a loss applies to rps; for latency write "
-            f"'{metric}_added <= 1ms' or '{metric} <= 1.1x reference'"
-        )
-    if unit != "%":
-        raise BudgetSyntaxError(f"{source!r}: a loss is a percentage, e.g. 'rps_loss <= 10%'")
-    if number >= 100:
-        raise BudgetSyntaxError(f"{source!r}: a loss must be below 100%")
-    return number / 100.0
-
-
-def _check_added(source: str, metric: str, kind: Family, unit: str, number: float) -> float:
-    if kind != Family.LATENCY:
-        hint = "rps_loss <= 10%' or 'rps >= 0.9x reference" if metric == "rps" else "errors == 0"
-        raise BudgetSyntaxError(f"{source!r}: 'added' applies to latency metrics; use '{hint}'")
-    if unit == "":
-        raise BudgetSyntaxError(f"latency budget {source!r} needs a unit (ns, us, ms, s)")
-    if unit.lower() not in _TIME_UNITS:
-        raise BudgetSyntaxError(f"{source!r}: added latency takes a time unit (ns, us, ms, s), not {unit!r}")
-    return number * _TIME_UNITS[unit.lower()]
-
-
-def _check_value(
-    source: str,
-    metric: str,
-    op: str,
-    kind: Family,
-    unit: str,
-    number: float,
-    target: Optional[str],
-) -> float:
-    if target is not None:
-        raise BudgetSyntaxError(
-            f"{source!r}: a comparison with the {target} takes a factor, e.g. "
-            f"'{metric} {op} {number:g}x {target}'"
-            + (f", or write '{metric}_added <= 1ms vs {target}'" if kind == Family.LATENCY else "")
-        )
-    if kind == Family.BYTES:
-        if unit.lower() not in _BYTE_UNITS:
-            raise BudgetSyntaxError(
-                f"{source!r}: a memory limit takes a unit (B, KB, MB, GB; binary, so MB = MiB), not {unit!r}"
-            )
-        return number * _BYTE_UNITS[unit.lower()]
-    if kind == Family.CORES and unit != "":
-        raise BudgetSyntaxError(
-            f"{source!r}: {metric} is a number of cores, written without a unit (e.g. 'cpu[*] <= 1.5'), "
-            "or per throughput: 'cpu[*] <= 0.6 per 1k rps'"
-        )
-    if kind == Family.CPU_TIME and unit.lower() not in _TIME_UNITS:
-        raise BudgetSyntaxError(
-            f"{source!r}: CPU per request takes a time unit (ns, us, ms, s), e.g. '{metric} <= 50us', "
-            f"or a factor: '{metric} <= 1.05x base'"
-        )
-    if kind in (Family.LATENCY, Family.CPU_TIME):
-        if unit == "":
-            raise BudgetSyntaxError(f"latency budget {source!r} needs a unit (ns, us, ms, s)")
-        if unit.lower() not in _TIME_UNITS:
-            raise BudgetSyntaxError(
-                f"{source!r}: a latency limit takes a time unit (ns, us, ms, s), not {unit!r}; "
-                f"for a relative limit write '{metric} <= 1.1x reference'"
-            )
-        return number * _TIME_UNITS[unit.lower()]
-    if kind == Family.FRACTION:
-        if unit != "%":
-            raise BudgetSyntaxError(f"{source!r}: {metric} is a percentage, e.g. '{metric} <= 0.1%'")
-        if number > 100:
-            raise BudgetSyntaxError(f"{source!r}: {metric} cannot exceed 100%")
-        return number / 100.0
-    if kind == Family.BITRATE:
-        if unit.lower() not in ("", "gbps"):
-            raise BudgetSyntaxError(
-                f"{source!r}: {metric} is in gigabits per second; write a plain number, e.g. '{metric} >= 9.5', "
-                f"or a factor: '{metric} >= 0.9x reference'"
-            )
-        return number
-    if unit in _COUNT_SUFFIXES:
-        return number * _COUNT_SUFFIXES[unit]
-    what = {Family.RATE: "a rate (requests per second)", Family.PACKET_RATE: "a rate (packets per second)"}.get(
-        kind, "a count"
-    )
-    if unit == "m":
-        raise BudgetSyntaxError(f"{source!r}: write M for millions ('m' would be milli)")
-    if unit == "%":
-        hint = "; for a relative limit write 'rps_loss <= 10%'" if kind == Family.RATE else ""
-        raise BudgetSyntaxError(f"{source!r}: {metric} is {what}, not a percentage{hint}")
-    raise BudgetSyntaxError(f"{source!r}: {metric} is {what}; write a plain number (k and M allowed), not {unit!r}")
 
 
 def _compare(value: float, op: str, threshold: float) -> bool:

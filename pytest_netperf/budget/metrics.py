@@ -25,7 +25,7 @@ from fnmatch import fnmatchcase
 from typing import Any, Optional
 
 from pytest_netperf.results.model import RoundResult, SystemCosts
-from pytest_netperf.results.traced import MarginalCost
+from pytest_netperf.results.traced import COUNTING_TOOLS, MarginalCost
 
 
 class Family(str, Enum):
@@ -363,20 +363,20 @@ SYSTEM_METRICS: dict[str, SystemMetric] = {
         SystemMetric("cpu", Family.CORES, "cores the scoped nodes kept busy while serving the round's rate"),
         SystemMetric("mem", Family.BYTES, "working set of the scoped nodes at the end of the round"),
         SystemMetric("mem_peak", Family.BYTES, "largest working set of the scoped nodes sampled during the round"),
-        SystemMetric(
-            "instructions_per_request",
-            Family.INSTRUCTIONS,
-            "instructions the scoped node executes per request, counted under valgrind by a cost pass",
-        ),
-        SystemMetric(
-            "syscalls_per_request",
-            Family.SYSCALLS,
-            "system calls the scoped node makes per request, counted under strace by a cost pass",
-        ),
     )
 }
+SYSTEM_METRICS.update(
+    {
+        tool.metric: SystemMetric(
+            tool.metric,
+            Family(tool.family),
+            f"{tool.family} per request of the scoped node, counted under {tool.program} by a cost pass",
+        )
+        for tool in COUNTING_TOOLS.values()
+    }
+)
 #: The tool of the cost pass that counts each deterministic metric.
-TRACED_BY = {"instructions_per_request": "instructions", "syscalls_per_request": "syscalls"}
+TRACED_BY = {tool.metric: tool.name for tool in COUNTING_TOOLS.values()}
 _SCOPED = re.compile(r"^(?P<base>[a-z_]+)\[(?P<scope>[^\[\]]*)\]$")
 _SCOPE_PATTERN = re.compile(r"^[A-Za-z0-9_.*?-]+$")
 

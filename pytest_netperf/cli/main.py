@@ -202,9 +202,9 @@ def run_clean(everything: bool = False, dry_run: bool = False) -> int:
 
 
 def run_images_build(force: bool, only: Optional[str], cost: bool = False) -> int:
-    """Build the local images (``runtime.images.build_images``)."""
+    """Build the local images (``images.build.build_images``)."""
     try:
-        from pytest_netperf.images.resolve import build_images
+        from pytest_netperf.images.build import build_images
     except ImportError as exc:
         return _fail(f"images build: the image builder is not available ({exc})")
     try:

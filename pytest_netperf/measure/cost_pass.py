@@ -11,25 +11,31 @@ per second (timers) cancel.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Optional, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from pytest_netperf import defaults
-from pytest_netperf.budget import metrics
 from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.errors import NetperfError
 from pytest_netperf.results.model import RoundResult
-from pytest_netperf.results.traced import (
-    INSTRUCTIONS,
-    SYSCALLS,
-    MarginalCost,
-    TraceCount,
-    changed_most,
-    implausible,
-    marginal,
-)
+from pytest_netperf.results.traced import MarginalCost, TraceCount, counting_tool, implausible, marginal
+
+
+class TracedRun(Protocol):
+    """A running clone of a node under a counting tool (see runtime/traced_clone.py)."""
+
+    @property
+    def address(self) -> str:
+        """``host:port`` the counted requests go to."""
+        ...
+
+    def counts(self, requests: int) -> TraceCount:
+        """Stop the clone and read what the tool counted while it served ``requests`` requests."""
+        ...
 
 
 class Tracer(Protocol):
@@ -44,9 +50,14 @@ class Tracer(Protocol):
         """Before any load: make sure the node can be traced (its cost image), else raise."""
         ...
 
-    def count(self, tool: str, load: Callable[[str], int], requests: int, time_limit_s: float) -> TraceCount:
-        """One traced run: ``load("host:port")`` sends ``requests`` requests to the clone."""
+    def clone(self, tool: str, time_limit_s: float) -> AbstractContextManager[TracedRun]:
+        """A clone of the node under ``tool``, ready for load; removed when the block ends."""
         ...
+
+
+class CostPassError(NetperfError):
+    """A cost pass could not count: a clone did not start or serve every request, the driver
+    failed, or the counts cannot be the requests' work. The budgets it serves are INVALID."""
 
 
 @dataclass(frozen=True)
@@ -99,7 +110,7 @@ def run_cost_pass(
     With ``parallel`` each tool's repetitions run in a thread of their own, beside the other
     tool's (each run has a clone and a connection of its own): the pass takes as long as its
     slower tool instead of both, and its counts spread as they do alone
-    (benchmarks/cost_gate_power.py --both-tools).
+    (benchmarks/cost_gate_power.py --both-tools). Raises CostPassError when it cannot count.
     """
     plan = plan or CostPassPlan()
     tools = list(tools)
@@ -120,17 +131,22 @@ def run_cost_pass(
             )
         return pairs
 
-    if parallel and len(tools) > 1:
-        with ThreadPoolExecutor(max_workers=len(tools), thread_name_prefix="netperf-cost") as pool:
-            futures = {tool: pool.submit(repetitions_of, tool) for tool in tools}
-            pairs = {tool: future.result() for tool, future in futures.items()}
-    else:
-        pairs = {tool: repetitions_of(tool) for tool in tools}
+    try:
+        if parallel and len(tools) > 1:
+            with ThreadPoolExecutor(max_workers=len(tools), thread_name_prefix="netperf-cost") as pool:
+                futures = {tool: pool.submit(repetitions_of, tool) for tool in tools}
+                pairs = {tool: future.result() for tool, future in futures.items()}
+        else:
+            pairs = {tool: repetitions_of(tool) for tool in tools}
+    except CostPassError:
+        raise
+    except NetperfError as exc:  # the clone (TraceError, a missing cost image) or the driver
+        raise CostPassError(str(exc)) from exc
     costs = {tool: marginal(tracer.node, pairs[tool]) for tool in tools}
     for cost in costs.values():
         problem = implausible(cost)
         if problem:
-            raise ValueError(problem)
+            raise CostPassError(problem)
     return costs
 
 
@@ -146,15 +162,17 @@ def _traced_run(
 ) -> tuple[TraceCount, float]:
     """One traced run of ``requests`` requests (paced at ``rate`` when given) and the seconds
     its load took."""
-    loaded_s = [0.0]
-
-    def load(address: str) -> int:
-        result = run(at_address(url, address), exact_shape(shape, requests, plan.time_limit_s, rate))
-        if result.achieved_rps > 0:
-            loaded_s[0] = result.ok / result.achieved_rps
-        return int(result.ok)
-
-    return tracer.count(tool, load, requests, plan.time_limit_s), loaded_s[0]
+    with tracer.clone(tool, plan.time_limit_s) as clone:
+        result = run(at_address(url, clone.address), exact_shape(shape, requests, plan.time_limit_s, rate))
+        answered = int(result.ok)
+        if answered != requests:
+            raise CostPassError(
+                f"{tracer.node}: {answered} of {requests} requests answered under "
+                f"{counting_tool(tool).program} within the {plan.time_limit_s:g}s limit; a count over fewer "
+                "requests than sent would be too small"
+            )
+        count = clone.counts(requests)
+    return count, (result.ok / result.achieved_rps if result.achieved_rps > 0 else 0.0)
 
 
 def cost_pass_problem(url: str, tracer: Optional[Tracer], driver: str) -> str:
@@ -168,69 +186,3 @@ def cost_pass_problem(url: str, tracer: Optional[Tracer], driver: str) -> str:
     if driver != "rust":
         return f"the cost pass sends exact request counts with the rust driver; this series uses {driver}"
     return ""
-
-
-#: Smallest per-request change worth naming, by tool, and as a share of the whole cost.
-_NAMED_FLOOR = {INSTRUCTIONS: 1.0, SYSCALLS: 0.05}
-NAMED_SHARE = 0.002
-
-
-def _format_change(tool: str, delta: float) -> str:
-    return f"{delta:+,.0f}" if tool == INSTRUCTIONS else f"{delta:+.2f}"
-
-
-def cost_pass_notes(
-    budget_text: object,
-    candidate: Mapping[str, Mapping[str, MarginalCost]],
-    other: Optional[Mapping[str, Mapping[str, MarginalCost]]],
-    other_label: str,
-) -> list[str]:
-    """What the cost pass did for a budget's series, and where the cost went against the other side."""
-    metric = getattr(budget_text, "metric", str(budget_text))
-    tool = metrics.tool_of(metric)
-    notes = []
-    for label, traced in (("candidate", candidate), (other_label, other)):
-        for node, cost in sorted((traced or {}).get(tool, {}).items()):
-            low, high = cost.requests
-            notes.append(
-                f"cost pass of {node} ({label}): {tool} under {'valgrind' if tool == INSTRUCTIONS else 'strace'}, "
-                f"{len(cost.per_request)} x ({high} - {low}) requests, {cost.seconds:.1f}s; "
-                f"{cost.median:,.1f} per request, spread {cost.spread:.2%}"
-            )
-    if other:
-        for node, cost in sorted(candidate.get(tool, {}).items()):
-            before = other.get(tool, {}).get(node)
-            if before is None:
-                continue
-            # a change smaller than the repetitions' own resolution is not named
-            floor = max(_NAMED_FLOOR[tool], NAMED_SHARE * before.median)
-            changes = changed_most(cost.by_name, before.by_name, floor=floor)
-            what = "functions" if tool == INSTRUCTIONS else "system calls"
-            if changes:
-                listed = ", ".join(f"{name} {_format_change(tool, delta)}" for name, delta in changes)
-                notes.append(f"{node}: {what} whose {tool} per request changed most vs {other_label}: {listed}")
-            else:
-                notes.append(f"{node}: no {what} changed by {floor:.3g} or more per request vs {other_label}")
-    return notes
-
-
-#: The fact a series gets from its cost pass.
-COST_FACT = "cost per request"
-
-
-def cost_fact(traced: Mapping[str, Mapping[str, MarginalCost]], limit: int = 6) -> str:
-    """``edge 25,088 instructions; 8.00 system calls (epoll_wait 2.00, recvfrom 2.00, …)`` per node."""
-    parts = []
-    nodes = sorted({node for costs in traced.values() for node in costs})
-    for node in nodes:
-        counted = []
-        instructions = traced.get(INSTRUCTIONS, {}).get(node)
-        if instructions is not None:
-            counted.append(f"{instructions.median:,.0f} instructions")
-        syscalls = traced.get(SYSCALLS, {}).get(node)
-        if syscalls is not None:
-            named = sorted(syscalls.by_name.items(), key=lambda item: (-item[1], item[0]))
-            listed = ", ".join(f"{name} {value:.2f}" for name, value in named[:limit] if value >= 0.005)
-            counted.append(f"{syscalls.median:.2f} system calls ({listed})")
-        parts.append(f"{node} " + "; ".join(counted))
-    return "; ".join(parts)

@@ -1,7 +1,7 @@
 """The endpoint contract: what a runtime hands the gate for one target.
 
 A target is a URL string or an :class:`Endpoint`. Every runtime (built-in topologies,
-Compose stacks, the L4 paths) returns :class:`pytest_netperf.runtime.docker.Endpoint`,
+Compose stacks, the L4 paths) returns :class:`pytest_netperf.runtime.endpoints.Endpoint`,
 which satisfies this protocol structurally; mypy checks that below, so a fourth runtime
 knows what it must provide and the gate reads endpoints without probing attributes.
 """
@@ -109,7 +109,7 @@ TargetLike = Union[str, Endpoint]
 
 
 if TYPE_CHECKING:  # a static check: the runtimes' endpoint is one of ours
-    from pytest_netperf.runtime.docker import Endpoint as RuntimeEndpoint
+    from pytest_netperf.runtime.endpoints import Endpoint as RuntimeEndpoint
 
     def _runtime_endpoint_conforms(endpoint: RuntimeEndpoint) -> Endpoint:
         return endpoint

@@ -34,10 +34,11 @@ from pytest_netperf.plugin.session import maybe_session_of
 from pytest_netperf.revision import BaseCheckout, changed_files
 from pytest_netperf.revision.diff import UNCHANGED
 from pytest_netperf.runtime.cleanup import clean_session, remove_stale
-from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology, TopologyStartError
+from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.host_ports import free_host_ports
 from pytest_netperf.runtime.l4_paths import L4Paths, core_pair
 from pytest_netperf.runtime.l4_paths import l4_paths as l4_paths_over
+from pytest_netperf.runtime.running import RunningTopology, TopologyStartError
 from pytest_netperf.topology import builders
 from pytest_netperf.topology.model import Topology
 from pytest_netperf.topology.render.files import config_source

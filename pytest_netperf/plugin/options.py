@@ -9,7 +9,8 @@ from typing import Any, Optional
 import pytest
 
 from pytest_netperf import defaults
-from pytest_netperf.images.resolve import ROLES, is_image_reference
+from pytest_netperf.images.resolve import is_image_reference
+from pytest_netperf.images.roles import ROLES
 from pytest_netperf.settings import (
     PATH_SETTINGS,
     SETTING_HELP,

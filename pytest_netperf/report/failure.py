@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from pytest_netperf.baseline.policy import UPDATE_OPTION
-from pytest_netperf.measure.gate import BASE_LABEL
+from pytest_netperf.measure.model import BASE_LABEL
+from pytest_netperf.report.counted import outcome_notes
 from pytest_netperf.verdict.policy import undecided_fails
 from pytest_netperf.verdict.status import Status
 
 if TYPE_CHECKING:
-    from pytest_netperf.measure.gate import BudgetOutcome, Measurement
+    from pytest_netperf.measure.model import Measurement
+    from pytest_netperf.measure.outcomes import BudgetOutcome
 
 #: The reference label of an outcome judged against the stored baseline (``base`` is the
 #: base revision measured in the same rounds: no stored file to update).
@@ -39,6 +41,8 @@ class FailureContext:
     reports: Sequence[str] = ()
     #: This run wrote the baselines (``--netperf-update-baseline``).
     baseline_written: bool = False
+    #: The test's measurements: a deterministic budget's notes say what its cost passes counted.
+    measurements: Sequence[Measurement] = ()
 
 
 def failing(outcomes: Sequence[BudgetOutcome], policy: str) -> list[BudgetOutcome]:
@@ -65,7 +69,8 @@ def failure_text(
     lines = [f"netperf gate failed:{counted}"]
     for o in bad:
         lines.append("  " + budget_line(o, context.references.get((o.measurement, o.reference_label), "")))
-        lines.extend(f"      {n}" for n in _own_notes(o, shared, policy))
+        measured = next((m for m in context.measurements if m.key == o.measurement), None)
+        lines.extend(f"      {n}" for n in _own_notes(o, shared, policy, measured))
     lines.extend(f"  note: {n}" for n in shared)
     steps = next_steps(bad, policy, context)
     if steps:
@@ -137,10 +142,13 @@ def _shared_notes(bad: Sequence[BudgetOutcome]) -> list[str]:
     return [n for n in counts if counts[n] > 1]
 
 
-def _own_notes(outcome: BudgetOutcome, shared: Sequence[str], policy: str) -> list[str]:
+def _own_notes(
+    outcome: BudgetOutcome, shared: Sequence[str], policy: str, m: Optional[Measurement] = None
+) -> list[str]:
     """The outcome's notes, without the shared ones and without what its line already says."""
     implied = set(shared)
     restated = ""
     if outcome.verdict is not None:  # the gate's "inconclusive after N rounds; policy: P" restates the line
         restated = f"inconclusive after {outcome.verdict.n_rounds} rounds; policy: "
-    return [n for n in dict.fromkeys(outcome.notes) if n not in implied and not (restated and n.startswith(restated))]
+    notes = outcome_notes(outcome, m)
+    return [n for n in dict.fromkeys(notes) if n not in implied and not (restated and n.startswith(restated))]

@@ -11,7 +11,7 @@ import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Optional, Sequence
 
 from pytest_netperf.atomic_file import write_text_atomic
 from pytest_netperf.report.rows import as_rows, counts
@@ -19,9 +19,15 @@ from pytest_netperf.report.rows import as_rows, counts
 REPORT_SCHEMA_VERSION = 1
 
 
-def write_json(rows: Sequence[Any], results_by_test: Mapping[str, Any], path: Path) -> Path:
+def write_json(
+    rows: Sequence[Any],
+    results_by_test: Mapping[str, Any],
+    path: Path,
+    amend: Optional[Callable[[dict[str, Any]], None]] = None,
+) -> Path:
     """Write the machine-readable report: schema_version, summary, rows, and the
-    per-round results by test (RoundResult objects or JSON-ready dicts)."""
+    per-round results by test (RoundResult objects or JSON-ready dicts). ``amend`` may
+    add to the document just before it is written (the plugin's user hook)."""
     from pytest_netperf.version import __version__
 
     doc = {
@@ -32,6 +38,8 @@ def write_json(rows: Sequence[Any], results_by_test: Mapping[str, Any], path: Pa
         "rows": [r.to_dict() for r in as_rows(rows)],
         "results": results_by_test,
     }
+    if amend is not None:
+        amend(doc)
     path = Path(path)
     write_text_atomic(path, dumps_strict(doc))
     return path

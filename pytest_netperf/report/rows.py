@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 from pytest_netperf.measure.design import DESCRIPTIONS
+from pytest_netperf.report.counted import COST_FACT, cost_fact, outcome_notes
 from pytest_netperf.report.load_workers import LOAD_WORKERS_FACT, workers_fact
 from pytest_netperf.report.system_costs import SYSTEM_FACT, costs_fact, costs_json
 from pytest_netperf.report.transport import TRANSPORT_FACT, transport_fact, transport_json
@@ -17,7 +18,9 @@ from pytest_netperf.verdict.status import SUMMARY_ORDER, WORST_FIRST, Status
 
 if TYPE_CHECKING:
     from pytest_netperf.budget.grammar import Budget
-    from pytest_netperf.measure.gate import BudgetOutcome, Gate, Measurement
+    from pytest_netperf.measure.gate import Gate
+    from pytest_netperf.measure.model import Measurement
+    from pytest_netperf.measure.outcomes import BudgetOutcome
 
 
 @dataclass
@@ -101,8 +104,7 @@ DESIGN_FACT = "rounds"
 def compared_design(m: Measurement, budget: Budget) -> str:
     """How the candidate and what ``budget`` compares it with shared the runner's time in ``m``
     (``simultaneous`` or ``alternate``); "" when the budget compares with nothing measured in this run."""
-    other = {"reference": m.reference, "baseline": m.base}.get(budget.comparison)
-    return m.design if other is not None else ""  # the series are loaded all together or all apart
+    return m.design if m.judged_series(budget) is not None else ""  # the series are loaded all together or all apart
 
 
 def round_fact(m: Measurement) -> str:
@@ -129,6 +131,8 @@ def series_facts(m: Measurement) -> dict[str, dict[str, str]]:
         workers = workers_fact(s.rounds)
         if workers:
             facts[s.label][LOAD_WORKERS_FACT] = workers
+        if s.traced:
+            facts[s.label][COST_FACT] = cost_fact(s.traced)
     return facts if any(facts.values()) else {}
 
 
@@ -174,7 +178,7 @@ def row_for_outcome(outcome: BudgetOutcome, gate: Gate) -> ReportRow:
         interval=interval,
         verdict=outcome.status.value,
         rounds=int(v.n_rounds if v is not None else len(m.candidate.rounds)),
-        notes=list(outcome.notes),
+        notes=outcome_notes(outcome, m),
         driver=m.candidate.driver,
         where=m.candidate.where,
         raw=raw,
@@ -217,7 +221,7 @@ def measurement_summary(m: Measurement) -> dict[str, Any]:
             "shape": s.shape.describe(),
             "rounds": [r.to_dict() for r in s.rounds],
             "sockets_opened": [r.sockets_opened for r in s.rounds],
-            "facts": dict(s.facts),
+            "facts": {**s.facts, **({COST_FACT: cost_fact(s.traced)} if s.traced else {})},
             "system_costs": costs_json(s.rounds),
             "l4": transport_json(s.rounds),
             "traced": {

@@ -33,6 +33,8 @@ class SessionReport:
     machine_class: str = ""
     results: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    #: Called with the JSON document before it is written (may add keys to it).
+    amend_json: Optional[Callable[[dict[str, Any]], None]] = None
 
     def add(
         self,
@@ -68,7 +70,7 @@ class SessionReport:
         written: list[Path] = []
         md = markdown.markdown(self.rows)
         targets: tuple[tuple[Optional[Path], Callable[[Path], Path]], ...] = (
-            (self.json_path, lambda p: json_report.write_json(self.rows, self.results, p)),
+            (self.json_path, lambda p: json_report.write_json(self.rows, self.results, p, self.amend_json)),
             (self.markdown_path, lambda p: markdown.write_markdown(self.rows, p)),
             (self.html_path, self._write_html),
         )

@@ -2,7 +2,8 @@
 
 One :class:`RoundResult` is one measurement round of one target.  Each driver translates its own
 output into it (``drivers/rust_json.py`` for the Rust driver's JSON, ``drivers/iperf3.py``,
-``drivers/locust/result_builder.py``); the model knows no driver's wire format.  Latency histograms travel as the
+``drivers/locust/result_builder.py``); the one wire format the model reads itself is a latency
+block in the Rust driver's keys (:meth:`LatencySummary.from_json`).  Latency histograms travel as the
 standard HdrHistogram V2 compressed encoding in base64, so rounds can be merged later.
 """
 

@@ -13,15 +13,61 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+
+@dataclass(frozen=True)
+class CountingTool:
+    """One tool of a cost pass: what it counts, under which program, as which metric."""
+
+    #: What it counts, the key of its counts everywhere (``instructions``, ``syscalls``).
+    name: str
+    #: The program that counts (valgrind's cachegrind, strace).
+    program: str
+    #: The budget metric it feeds (``instructions_per_request``).
+    metric: str
+    #: The value of the metric's family in the metrics registry.
+    family: str
+    #: What its counts are broken down by (``functions``, ``system calls``).
+    parts: str
+    #: Below this a count per request is not the request's work: a server cannot parse, route
+    #: and answer an HTTP request in fewer instructions, nor without a receive and a send (even
+    #: batched by epoll over one connection). A count under the floor means the processes that
+    #: served the requests were not the ones counted (workers outside the trace, a second listener).
+    plausible_floor: float
+    #: The smallest per-request change of one part worth naming in a comparison.
+    named_floor: float
+    #: Decimal places a per-request figure of one part is shown with.
+    decimals: int
+
+    def format_change(self, delta: float) -> str:
+        """A signed per-request change of one part (``+664``, ``-1.00``)."""
+        return f"{delta:+,.{self.decimals}f}"
+
+
 #: The tools of a cost pass, by what they count.
 INSTRUCTIONS = "instructions"
 SYSCALLS = "syscalls"
-TOOLS = (INSTRUCTIONS, SYSCALLS)
-#: Below these a count per request is not the request's work: a server cannot parse, route and
-#: answer an HTTP request in fewer instructions, nor without a receive and a send (even batched
-#: by epoll over one connection). A count under the floor means the processes that served the
-#: requests were not the ones counted (workers outside the trace, a second listener).
-PLAUSIBLE_FLOOR: Mapping[str, float] = {INSTRUCTIONS: 1000.0, SYSCALLS: 0.5}
+COUNTING_TOOLS: Mapping[str, CountingTool] = {
+    tool.name: tool
+    for tool in (
+        CountingTool(INSTRUCTIONS, "valgrind", "instructions_per_request", "instructions", "functions", 1000.0, 1.0, 0),
+        CountingTool(SYSCALLS, "strace", "syscalls_per_request", "system calls", "system calls", 0.5, 0.05, 2),
+    )
+}
+TOOLS = tuple(COUNTING_TOOLS)
+
+
+def counting_tool(name: str) -> CountingTool:
+    """The counting tool called ``name``; KeyError naming the known ones otherwise."""
+    try:
+        return COUNTING_TOOLS[name]
+    except KeyError:
+        raise KeyError(f"unknown counting tool {name!r}; expected one of {', '.join(TOOLS)}") from None
+
+
+def relative_spread(values: Sequence[float]) -> float:
+    """(largest - smallest) / median of repetitions: how deterministic a count was (0 for one value)."""
+    middle = float(statistics.median(values))
+    return (max(values) - min(values)) / middle if middle else 0.0
 
 
 @dataclass(frozen=True)
@@ -60,8 +106,7 @@ class MarginalCost:
     @property
     def spread(self) -> float:
         """(largest - smallest) / median over repetitions: how deterministic the count was."""
-        middle = self.median
-        return (max(self.per_request) - min(self.per_request)) / middle if middle else 0.0
+        return relative_spread(self.per_request)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -115,8 +160,8 @@ def marginal(node: str, pairs: Sequence[tuple[TraceCount, TraceCount]]) -> Margi
 
 def implausible(cost: MarginalCost) -> str:
     """Why ``cost`` cannot be a count of the requests' work (a repetition under the tool's
-    :data:`PLAUSIBLE_FLOOR`, zero or negative), or "" when it can."""
-    floor = PLAUSIBLE_FLOOR.get(cost.tool, 0.0)
+    plausibility floor, zero or negative), or "" when it can."""
+    floor = counting_tool(cost.tool).plausible_floor
     low = min(cost.per_request)
     if low >= floor and low > 0:
         return ""

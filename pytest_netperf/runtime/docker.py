@@ -1,10 +1,8 @@
-"""The Docker runtime: realize a Topology as one bridge network plus labelled containers.
+"""The Docker runtime: brings a Topology up as one bridge network plus labelled containers.
 
-Containers run with every capability dropped (each role gets back only what it needs,
-:data:`ROLE_CAPABILITIES`) and ``no-new-privileges``; the network is ``internal`` (no
-route out of the host; the host itself still reaches the containers' addresses). An
-:class:`Endpoint` carries a guard that tells the gate, before each round, whether its
-address still belongs to this session's running topology.
+Each container is created with the isolation of :mod:`~pytest_netperf.runtime.isolation` and
+started in waves (:func:`start_waves`); :class:`DockerRuntime.up` returns a
+:class:`~pytest_netperf.runtime.running.RunningTopology` once every node answers.
 
 File-backed nodes (``config=``) get the team's files bind-mounted read-only; relative paths
 resolve against the runtime's base directory (the pytest rootdir in the fixtures), and
@@ -17,7 +15,6 @@ cores; endpoints carry both, and the image each node really ran, in ``Endpoint.f
 from __future__ import annotations
 
 import io
-import ipaddress
 import itertools
 import os
 import re
@@ -25,12 +22,9 @@ import tarfile
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
 from typing import Any, Literal
-from urllib.parse import urlsplit
 
 from docker import DockerClient
-from docker.errors import APIError, NotFound
 from docker.models.containers import Container
 from docker.types import Mount as DockerMount
 
@@ -38,397 +32,24 @@ from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.images.resolve import resolve_image, resolve_reference
-from pytest_netperf.revision.diff import CHANGES_FACT
 from pytest_netperf.runtime.cleanup import clean_network
-from pytest_netperf.runtime.commands import CommandRunner
-from pytest_netperf.runtime.costs import Member, SystemProbe
 from pytest_netperf.runtime.host_ports import port_free
+from pytest_netperf.runtime.isolation import INTERNAL_NETWORKS, hardening_options
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.resources import CoreSplit, default_split
-from pytest_netperf.runtime.runners import ContainerRunner
-from pytest_netperf.runtime.traced_clone import NodeTracer
-from pytest_netperf.runtime.wire import WireProbe, container_pid
+from pytest_netperf.runtime.running import HOST_NETWORK_ADDRESS, RunningTopology, TopologyStartError, bridge_address
 from pytest_netperf.topology.model import Node, Topology
 from pytest_netperf.topology.render.containers import ContainerSpec, container_specs
 from pytest_netperf.topology.render.files import check_configs
 from pytest_netperf.topology.resources import Resources
 
-__all__ = [
-    "DOCKER_DEFAULT_CAPABILITIES",
-    "ROLE_CAPABILITIES",
-    "DockerRuntime",
-    "Endpoint",
-    "RunningTopology",
-    "TopologyGuard",
-    "TopologyStartError",
-    "docker_client",
-    "hardening_options",
-    "images_fact",
-    "node_limits",
-    "resources_fact",
-]
+__all__ = ["LOG_TAIL_LINES", "DockerRuntime", "node_limits", "start_waves"]
 
 #: Containers started at the same time within one wave.
 MAX_PARALLEL_STARTS = 4
-#: Where the host reaches a node on the host network.
-HOST_NETWORK_ADDRESS = "127.0.0.1"
 #: Log lines of a failing node attached to the error.
 LOG_TAIL_LINES = 30
 _NAME_UNSAFE = re.compile(r"[^a-zA-Z0-9_.-]+")
-#: Capabilities each role gets back after ``cap_drop=["ALL"]`` (found by trying each role
-#: with less: nginx's master runs as root and starts its workers as ``nobody``, which
-#: needs SETUID/SETGID, and it chowns its temp directories to them, which needs CHOWN.
-#: The echo server, HAProxy (no ``user`` directive) and Envoy need none. Binding ports
-#: below 1024 needs nothing either: Docker 20.10+ sets ip_unprivileged_port_start=0 in
-#: each container's network namespace. Kong (official image, not available offline) is
-#: given nginx's set: it is OpenResty and may start as root the same way.
-#: A ``"container"`` node (the team's own image, e.g. its app) gets Docker's default set
-#: (:data:`DOCKER_DEFAULT_CAPABILITIES`): the plugin cannot know what that image's
-#: entrypoint needs (dropping to a user, chowning a volume), and Compose runs the same image
-#: with exactly this set, so a node and a Compose service of one image behave the same.
-#: ``no-new-privileges`` and the internal network still apply.
-DOCKER_DEFAULT_CAPABILITIES: tuple[str, ...] = (
-    "AUDIT_WRITE",
-    "CHOWN",
-    "DAC_OVERRIDE",
-    "FOWNER",
-    "FSETID",
-    "KILL",
-    "MKNOD",
-    "NET_BIND_SERVICE",
-    "NET_RAW",
-    "SETFCAP",
-    "SETGID",
-    "SETPCAP",
-    "SETUID",
-    "SYS_CHROOT",
-)
-ROLE_CAPABILITIES: dict[str, tuple[str, ...]] = {
-    "echo": (),
-    "nginx": ("CHOWN", "SETGID", "SETUID"),
-    "haproxy": (),
-    "envoy": (),
-    "kong": ("CHOWN", "SETGID", "SETUID"),
-    "container": DOCKER_DEFAULT_CAPABILITIES,
-}
-#: Whether topology networks are ``internal`` (no route off the host). Verified on Docker
-#: 20.10 / cgroup v1: the host still reaches containers on an internal bridge (host to
-#: bridge traffic does not pass the FORWARD chain Docker's isolation rules live in).
-INTERNAL_NETWORKS = True
-
-
-def hardening_options(role: str | None) -> dict[str, Any]:
-    """``containers.create`` options: drop every capability but the role's, no new privileges."""
-    return {
-        "cap_drop": ["ALL"],
-        "cap_add": list(ROLE_CAPABILITIES.get(role or "", ())),
-        "security_opt": ["no-new-privileges"],
-    }
-
-
-class TopologyStartError(NetperfError):
-    """A topology could not be brought up; names the node, the probe and its last logs."""
-
-
-@dataclass(frozen=True)
-class TopologyGuard:
-    """Checks that a target's address still belongs to this session's running topology.
-
-    Two Docker API calls: inspect the network (by the id it was created with: a network
-    re-created under the same name does not pass) and inspect the target's container.
-    """
-
-    client: DockerClient = field(repr=False, compare=False)
-    topology: str
-    network: str
-    network_id: str
-    #: session, pid and host labels the network and container must still carry
-    labels: Mapping[str, str] = field(compare=False)
-    node: str
-    container_id: str
-    #: the pod root's container: it holds the address (itself unless the node is a sidecar)
-    root_container_id: str
-    #: names that resolve to the pod root on the network (node name and aliases)
-    names: tuple[str, ...] = ()
-    #: the pod root runs on the host network: reached at 127.0.0.1, no bridge address to check
-    host_network: bool = False
-
-    def check(self, url: str) -> str | None:
-        """None when load to ``url`` reaches this topology; otherwise why it would not."""
-        host = urlsplit(url).hostname or ""
-        if self.host_network:
-            return self._container_problem()
-        try:
-            network = self.client.api.inspect_network(self.network_id)
-        except NotFound:
-            return (
-                f"network {self.network} of topology {self.topology!r} no longer exists "
-                "(removed behind the session's back, e.g. by `netperf clean --all` or `docker network rm`)"
-            )
-        except APIError as exc:
-            return f"cannot inspect network {self.network}: {exc}"
-        problem = self._label_problem(f"network {self.network}", network.get("Labels"))
-        if problem:
-            return problem
-        attached = (network.get("Containers") or {}).get(self.root_container_id)
-        address = str((attached or {}).get("IPv4Address", "")).split("/")[0]
-        if not attached or not address:
-            return f"the container holding {self.node!r}'s address is no longer attached to network {self.network}"
-        if _is_ip(host):
-            if host != address:
-                return f"{host} is no longer {self.node!r}'s address on {self.network} (now {address})"
-        elif host not in self.names:
-            return f"{host!r} is not a name of {self.node!r} on network {self.network}"
-        return self._container_problem()
-
-    def _container_problem(self) -> str | None:
-        try:
-            container = self.client.api.inspect_container(self.container_id)
-        except NotFound:
-            return f"container of node {self.node!r} no longer exists"
-        except APIError as exc:
-            return f"cannot inspect the container of node {self.node!r}: {exc}"
-        state = container.get("State") or {}
-        if not state.get("Running") or state.get("Paused") or state.get("Restarting"):
-            return f"container of node {self.node!r} is not running (status {state.get('Status', '?')})"
-        return self._label_problem(f"container of node {self.node!r}", (container.get("Config") or {}).get("Labels"))
-
-    def _label_problem(self, what: str, found: Mapping[str, str] | None) -> str | None:
-        found = found or {}
-        for key in (L.SESSION, L.PID, L.HOST, L.NETWORK):
-            if found.get(key) != self.labels.get(key):
-                return (
-                    f"{what} no longer carries this session's labels "
-                    f"({key}={found.get(key)!r}, expected {self.labels.get(key)!r})"
-                )
-        return None
-
-
-@dataclass(frozen=True)
-class Endpoint:
-    """Where a driver should send load for one target, and where the driver must run."""
-
-    url: str
-    runner: CommandRunner | None  # None: run the driver on the host
-    where: str  # "host" or "container on <network>"
-    host_header: str | None = None
-    #: image -> image id of every container of the topology (for the baseline fingerprint)
-    images: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
-    #: what :meth:`guard` asks (None: a plain endpoint nothing can vanish under)
-    liveness: TopologyGuard | None = field(default=None, hash=False, compare=False, repr=False)
-    #: facts the report prints with each row, e.g. ``{"images": "edge=pytest-netperf/nginx:local
-    #: (for nginx:1.27)", "resources": "edge cpus 1"}``
-    facts: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
-    #: the same target at the base revision (``--netperf-base``), measured beside this one
-    base: Endpoint | None = field(default=None, hash=False, compare=False, repr=False)
-    #: why there is no ``base`` twin under ``--netperf-base`` (the stack is not at the base revision)
-    base_note: str = field(default="", hash=False, compare=False)
-    #: why the base twin could not be stood up (its stack failed to start, with its log): the
-    #: budgets against the base are INVALID, never PASS
-    base_error: str = field(default="", hash=False, compare=False)
-    #: reads what the containers of the system under test spend in each round (cgroups)
-    costs: SystemProbe | None = field(default=None, hash=False, compare=False, repr=False)
-    #: counts packets on the server's interface around each L4 round (None for HTTP targets)
-    wire: WireProbe | None = field(default=None, hash=False, compare=False, repr=False)
-    #: runs the node the URL enters under valgrind or strace (the cost pass); None: cannot
-    tracer: NodeTracer | None = field(default=None, hash=False, compare=False, repr=False)
-
-    def guard(self) -> str | None:
-        """None while ``url`` still reaches this session's running topology, else the reason.
-
-        The gate calls it before every round and sends no load when it returns a reason:
-        a removed network's old bridge addresses would route off the host.
-        """
-        return None if self.liveness is None else self.liveness.check(self.url)
-
-    def map_urls(self, change: Callable[[str], str]) -> Endpoint:
-        """A copy whose URL, and its base twin's, went through ``change`` (``with_query``): head
-        and base are always measured with the same request."""
-        base = None if self.base is None else self.base.map_urls(change)
-        return replace(self, url=change(self.url), base=base)
-
-
-class RunningTopology:
-    """A started topology: addresses, logs, endpoints; ``down()`` (or ``with``) removes it."""
-
-    def __init__(
-        self,
-        topology: Topology,
-        network: str,
-        client: DockerClient,
-        containers: dict[str, Container],
-        labels: dict[str, str],
-        driver_image: str | None,
-        startup_s: float,
-        network_id: str = "",
-        node_images: Mapping[str, str] | None = None,
-        requested_images: Mapping[str, str | None] | None = None,
-        limits: Mapping[str, Resources] | None = None,
-        core_split: CoreSplit | None = None,
-        copied_files: Mapping[str, tuple[str, ...]] | None = None,
-    ) -> None:
-        self.topology = topology
-        #: node -> the config files copied into its container (a traced clone gets them too)
-        self.copied_files: dict[str, tuple[str, ...]] = dict(copied_files or {})
-        self.network = network
-        self.network_id = network_id or network
-        self.startup_s = startup_s
-        #: node -> the image its container really ran
-        self.node_images: dict[str, str] = dict(node_images or {})
-        #: node -> the image reference it asked for (``image=``), None for the role's image
-        self.requested_images: dict[str, str | None] = dict(requested_images or {})
-        #: node -> the limits its container ran with (nodes without limits are absent)
-        self.limits: dict[str, Resources] = dict(limits or {})
-        #: the driver/system-under-test core split the nodes ran under (None: no split)
-        self.core_split = core_split
-        self._client = client
-        self._containers = containers
-        self._labels = labels
-        self._driver_image = driver_image
-        self._is_up = True
-        #: the twin stood up from the base revision's files (``--netperf-base``), see :meth:`attach_base`
-        self.base: RunningTopology | None = None
-        self.base_changes = ""
-        self.base_note = ""
-        self.base_error = ""
-        self._probe: SystemProbe | None = None
-
-    def cost_probe(self) -> SystemProbe:
-        """Reads what this topology's containers spend per round, by node name (one per topology)."""
-        if self._probe is None:
-            members = [Member(node, str(c.id), str(c.name)) for node, c in self._containers.items()]
-            self._probe = SystemProbe(self._client, members)
-        return self._probe
-
-    def ip(self, node: str) -> str:
-        """The bridge address of ``node`` (a sidecar shares its pod root's address; a node on
-        the host network is at 127.0.0.1)."""
-        root = self.topology.pod_root(node)
-        return HOST_NETWORK_ADDRESS if root.host_network else _ip(self._containers[root.name], self.network)
-
-    def logs(self, node: str) -> str:
-        """stdout and stderr of ``node``'s container so far, in the order written."""
-        return self._containers[node].logs().decode(errors="replace")
-
-    def image_digests(self) -> dict[str, str]:
-        """Image name -> image id of every container of this topology."""
-        out: dict[str, str] = {}
-        for container in self._containers.values():
-            name = (container.attrs.get("Config") or {}).get("Image") or container.attrs.get("Image", "")
-            out[str(name)] = str(container.attrs.get("Image", ""))
-        return out
-
-    def container(self, node: str) -> Container:
-        """The container of ``node`` (for tests that need to poke it); KeyError naming the nodes."""
-        if node not in self._containers:
-            known = ", ".join(self._containers)
-            raise KeyError(f"topology {self.topology.name!r} has no node {node!r} (nodes: {known})")
-        return self._containers[node]
-
-    def facts(self) -> dict[str, str]:
-        """What the report prints with each row: ``images`` and (when any) ``resources``."""
-        facts = {"images": images_fact(self.topology, self.node_images, self.requested_images)}
-        resources = resources_fact(self.topology, self.limits, self.core_split)
-        if resources:
-            facts["resources"] = resources
-        return facts
-
-    def attach_base(self, base: RunningTopology | None, changes: str = "", note: str = "", error: str = "") -> None:
-        """Pair this topology with its twin stood up from the base revision's files
-        (``--netperf-base``), ``changes`` naming the files that differ; or, without a twin,
-        ``note`` saying why (its budgets against the base are then NEW) or ``error`` saying
-        why the twin failed to start (they are then INVALID)."""
-        self.base, self.base_changes, self.base_note, self.base_error = base, changes, note, error
-
-    def endpoint(self, target_name: str) -> Endpoint:
-        """The URL for target ``target_name`` and the runner the driver must use for it (with its
-        base revision's twin under ``--netperf-base``)."""
-        endpoint = self._own_endpoint(target_name)
-        if self.base is not None:
-            facts = {**endpoint.facts, CHANGES_FACT: self.base_changes}
-            return replace(endpoint, base=self.base.endpoint(target_name), facts=facts)
-        return replace(endpoint, base_note=self.base_note, base_error=self.base_error)
-
-    def _own_endpoint(self, target_name: str) -> Endpoint:
-        target = self.topology.target(target_name)
-        images = self.image_digests()
-        guard = self.guard_for(target.node)
-        facts = self.facts()
-        costs = self.cost_probe()
-        wire = self.wire_probe(target.node) if target.scheme != "http" else None
-        path = target.path if target.scheme == "http" else ""
-        tracer = self.tracer(target.node, target.port) if target.scheme in ("http", "tcp") else None
-        if not target.via_dns:
-            url = f"{target.scheme}://{self.ip(target.node)}:{target.port}{path}"
-            return Endpoint(
-                url, None, "host", target.host_header, images, guard, facts, costs=costs, wire=wire, tracer=tracer
-            )
-        if self._driver_image is None:
-            raise TopologyStartError(
-                f"target {target_name!r} needs the driver in a container, but no echo (driver) image is known"
-            )
-        runner = ContainerRunner(self._client, self._driver_image, self.network, self._labels)
-        url = f"{target.scheme}://{self.topology.dns_name(target.node)}:{target.port}{path}"
-        return Endpoint(
-            url, runner, runner.where, target.host_header, images, guard, facts, costs=costs, wire=wire, tracer=tracer
-        )
-
-    def tracer(self, node: str, port: int) -> NodeTracer | None:
-        """Traced clones of the node that serves ``port`` in ``node``'s network namespace (the
-        cost pass): ``node`` itself, or the pod member listening there (a sidecar's inbound
-        port), cloned beside a plain clone of its pod root. None for a node on the host's
-        network (a clone could not take its port)."""
-        root = self.topology.pod_root(node)
-        if root.host_network:
-            return None
-        members = self.topology.pod_members(node)
-        serving = next((m for m in members if port in (m.port, *m.extra_ports)), self.topology.node(node))
-        companion = None if serving.name == root.name else self._containers[root.name]
-        return NodeTracer(
-            self._client,
-            self._containers[serving.name],
-            serving.name,
-            self.network,
-            port,
-            self.copied_files.get(serving.name, ()),
-            companion=companion,
-            companion_files=self.copied_files.get(root.name, ()),
-        )
-
-    def wire_probe(self, node: str) -> WireProbe:
-        """Counts packets on ``node``'s interface: ``eth0`` on the bridge, ``lo`` on the host network."""
-        root = self.topology.pod_root(node)
-        interface = "lo" if root.host_network else "eth0"
-        container = self._containers[root.name]
-        return WireProbe(container_pid(self._client, str(container.id)), interface, f"{interface} of {root.name}")
-
-    def guard_for(self, node: str) -> TopologyGuard:
-        """The liveness check of ``node``'s address (see :meth:`Endpoint.guard`)."""
-        root = self.topology.pod_root(node)
-        return TopologyGuard(
-            client=self._client,
-            topology=self.topology.name,
-            network=self.network,
-            network_id=self.network_id,
-            labels=dict(self._labels),
-            node=node,
-            container_id=str(self._containers[node].id),
-            root_container_id=str(self._containers[root.name].id),
-            names=(root.name, *root.aliases),
-            host_network=root.host_network,
-        )
-
-    def down(self) -> None:
-        """Remove every container of this topology (driver containers too) and its network."""
-        if self._is_up:
-            clean_network(self.network, self._client)
-            self._is_up = False
-
-    def __enter__(self) -> RunningTopology:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.down()
 
 
 class DockerRuntime:
@@ -616,7 +237,7 @@ class DockerRuntime:
             root = topology.pod_root(spec.node).name
             if root not in addresses:
                 host = topology.node(root).host_network
-                addresses[root] = HOST_NETWORK_ADDRESS if host else _ip(containers[root], network)
+                addresses[root] = HOST_NETWORK_ADDRESS if host else bridge_address(containers[root], network)
             probes = [(spec.port, spec.health_path), *((port, None) for port in spec.tcp_ports)]
             for port, path in probes:
                 probe = HttpReadiness(
@@ -660,30 +281,6 @@ def node_limits(node: Node, split: CoreSplit | None) -> Resources | None:
     return None if limits.empty else limits
 
 
-def images_fact(
-    topology: Topology, node_images: Mapping[str, str], requested: Mapping[str, str | None] | None = None
-) -> str:
-    """``edge=pytest-netperf/nginx:local (for nginx:1.27), app=pytest-netperf/echo:local``."""
-    parts = []
-    for node in topology.nodes:
-        if node.name not in node_images:
-            continue
-        ran, asked = node_images[node.name], (requested or {}).get(node.name)
-        parts.append(f"{node.name}={ran}" + (f" (for {asked})" if asked and asked != ran else ""))
-    return ", ".join(parts)
-
-
-def resources_fact(topology: Topology, limits: Mapping[str, Resources], split: CoreSplit | None = None) -> str:
-    """``edge cpus 1, cpuset 2-3; app memory 256m; driver cores 0, system under test cores 1-3``.
-
-    Nodes without limits are left out; empty when nothing is limited and there is no split.
-    """
-    parts = [f"{node.name} {limits[node.name].describe()}" for node in topology.nodes if node.name in limits]
-    if split is not None:
-        parts.append(split.describe())
-    return "; ".join(parts)
-
-
 def start_waves(topology: Topology, specs: list[ContainerSpec]) -> list[list[ContainerSpec]]:
     """Group specs (in start order) into waves that may start concurrently.
 
@@ -704,19 +301,6 @@ def start_waves(topology: Topology, specs: list[ContainerSpec]) -> list[list[Con
     for spec in specs:
         waves[wave_of[spec.node]].append(spec)
     return waves
-
-
-def _ip(container: Container, network: str) -> str:
-    container.reload()
-    return str(container.attrs["NetworkSettings"]["Networks"][network]["IPAddress"])
-
-
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
 
 
 def _tar(files: Mapping[str, str]) -> bytes:

@@ -25,8 +25,9 @@ from dataclasses import dataclass, replace
 from typing import Optional
 
 from pytest_netperf.runtime.commands import LocalRunner
-from pytest_netperf.runtime.docker import Endpoint, RunningTopology
+from pytest_netperf.runtime.endpoints import Endpoint
 from pytest_netperf.runtime.runners import ContainerRunner
+from pytest_netperf.runtime.running import RunningTopology
 
 #: The fact every L4 row carries, naming its path.
 PATH_FACT = "path"

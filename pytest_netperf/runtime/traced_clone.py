@@ -4,10 +4,12 @@ A clone runs the node's own image (its cost variant, see images/cost_image.py), 
 environment, user, mounts and config files on the node's network, without the node's
 aliases, so upstream names resolve to the real upstreams and nothing routes to the clone
 but the cost pass's own requests. Each traced run starts a fresh clone, waits until its
-port accepts a connection and its processes are idle (start-up finished), lets the caller
-send an exact number of requests, stops every server process with TERM (a fast shutdown;
-what it costs cancels between the two counts, and a graceful stop such as HAProxy's SIGUSR1
-can wait on idle connections) and reads the tool's counts; the clone is always removed.
+port accepts a connection and its processes are idle (start-up finished), and is held as a
+context manager (``with tracer.clone(tool, limit) as clone:``) while the caller sends an
+exact number of requests to ``clone.address``. ``clone.counts(requests)`` then stops every
+server process with TERM (a fast shutdown; what it costs cancels between the two counts, and
+a graceful stop such as HAProxy's SIGUSR1 can wait on idle connections) and reads the tool's
+counts; the clone is removed when the block ends, whatever happened in it.
 """
 
 from __future__ import annotations
@@ -15,10 +17,9 @@ from __future__ import annotations
 import contextlib
 import io
 import itertools
-import socket
 import tarfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from docker import DockerClient
@@ -28,8 +29,9 @@ from docker.models.containers import Container
 from pytest_netperf.engine import labels as L
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.images.cost_image import TRACE_WRAPPER, cost_image
-from pytest_netperf.results.traced import INSTRUCTIONS, SYSCALLS, TraceCount
+from pytest_netperf.results.traced import INSTRUCTIONS, TOOLS, TraceCount
 from pytest_netperf.runtime.cgroups import CgroupError, counters_from_docker_stats, locate, read_counters
+from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.trace_output import (
     TraceOutputError,
     merge_cachegrind,
@@ -94,29 +96,25 @@ class NodeTracer:
         image = str(attrs.get("Image") or (attrs.get("Config") or {}).get("Image"))
         return cost_image(self.client, image, f"node {self.node!r} (image {(attrs.get('Config') or {}).get('Image')})")
 
-    def count(self, tool: str, load: Callable[[str], int], requests: int, time_limit_s: float) -> TraceCount:
-        """Start a clone under ``tool``, call ``load(host:port)`` (it sends ``requests``
-        requests and returns how many were answered), stop it, return the counts."""
-        if tool not in (INSTRUCTIONS, SYSCALLS):
-            raise ValueError(f"unknown tool {tool!r}")
+    @contextlib.contextmanager
+    def clone(self, tool: str, time_limit_s: float) -> Iterator[TracedClone]:
+        """A fresh clone of the node under ``tool``, started, listening and idle; removed on exit.
+
+        Send the requests to its ``address``, then call :meth:`TracedClone.counts` for what
+        the tool counted. Raises TraceError when it does not start, listen or settle within
+        ``time_limit_s`` (the whole traced run's bound) or the readiness timeout."""
+        if tool not in TOOLS:
+            raise TraceError(f"{self.node}: unknown counting tool {tool!r}; expected one of {', '.join(TOOLS)}")
         started = time.monotonic()
+        deadline = started + time_limit_s
         pod = self._start_companion() if self.companion is not None else None
         clone: Container | None = None
         try:
             clone = self._create(tool, pod)
             clone.start()
-            address = self._wait_ready(clone, started + time_limit_s, pod)
-            self._wait_idle(clone, started + time_limit_s)
-            answered = load(f"{address}:{self.port}")
-            if answered != requests:
-                raise TraceError(
-                    f"{self.node}: {answered} of {requests} requests answered under {_tool_name(tool)}; "
-                    "a count over fewer requests than sent would be too small"
-                )
-            self._stop(clone, min(STOP_TIMEOUT_S, max(5.0, started + time_limit_s - time.monotonic())))
-            files = _read_dir(clone, OUTPUT_DIR)
-            total, by_name, processes = self._parse(tool, files, clone)
-            return TraceCount(tool, requests, total, by_name, time.monotonic() - started, processes)
+            address = self._wait_ready(clone, deadline, pod)
+            self._wait_idle(clone, deadline)
+            yield TracedClone(self.node, clone, tool, f"{address}:{self.port}", started, deadline)
         finally:
             for container in (clone, pod):
                 if container is not None:
@@ -166,28 +164,25 @@ class NodeTracer:
 
     def _wait_ready(self, clone: Container, deadline: float, pod: Container | None = None) -> str:
         """The clone's address (its pod root clone's for a sidecar) once its port accepts a connection."""
-        ready_by = min(deadline, time.monotonic() + self.ready_timeout_s)
-        address = ""
-        while time.monotonic() < ready_by:
-            clone.reload()
-            if clone.status in ("exited", "dead"):
-                raise TraceError(f"{self.node}: the server exited under the tracer before it listened\n{_logs(clone)}")
-            holder = clone if pod is None else pod
-            if holder is not clone:
-                holder.reload()
-            networks = (holder.attrs.get("NetworkSettings") or {}).get("Networks") or {}
-            address = str((networks.get(self.network) or {}).get("IPAddress") or "")
-            if address:
-                try:
-                    socket.create_connection((address, self.port), timeout=0.5).close()
-                    return address
-                except OSError:
-                    pass
-            time.sleep(0.1)
-        raise TraceError(
-            f"{self.node}: the server did not accept connections on port {self.port} under the tracer "
-            f"within {self.ready_timeout_s:.0f}s\n{_logs(clone)}"
-        )
+        holder = clone if pod is None else pod
+        holder.reload()
+        networks = (holder.attrs.get("NetworkSettings") or {}).get("Networks") or {}
+        address = str((networks.get(self.network) or {}).get("IPAddress") or "")
+        if not address:
+            raise TraceError(f"{self.node}: the clone has no address on network {self.network}\n{_logs(clone)}")
+        timeout = max(0.0, min(deadline - time.monotonic(), self.ready_timeout_s))
+        readiness = HttpReadiness(address, self.port, None, timeout_s=timeout, poll_interval_s=0.1)
+        try:
+            readiness.wait_until_ready(clone)
+        except NodeNotReady as exc:
+            exited = clone.status in ("exited", "dead")
+            what = (
+                "the server exited under the tracer before it listened"
+                if exited
+                else f"the server did not accept connections on port {self.port} under the tracer within {timeout:.0f}s"
+            )
+            raise TraceError(f"{self.node}: {what} ({exc})\n{_logs(clone)}") from exc
+        return address
 
     def _wait_idle(self, clone: Container, deadline: float) -> None:
         """Until the clone's processes stop using CPU: a server can listen before it finished
@@ -204,37 +199,59 @@ class NodeTracer:
             quiet = quiet + 1 if now - last < IDLE_CPU_SHARE * IDLE_INTERVAL_S * 1e9 else 0
             last = now
 
-    def _stop(self, clone: Container, timeout_s: float) -> None:
-        clone.stop(timeout=int(max(1.0, timeout_s)))
-        clone.reload()
-        state = clone.attrs.get("State") or {}
+
+class TracedClone:
+    """A running clone under a counting tool (see :meth:`NodeTracer.clone`)."""
+
+    def __init__(
+        self, node: str, container: Container, tool: str, address: str, started: float, deadline: float
+    ) -> None:
+        self._node = node
+        self._container = container
+        self.tool = tool
+        #: ``host:port`` to send the counted requests to.
+        self.address = address
+        self._started = started
+        self._deadline = deadline
+
+    def counts(self, requests: int) -> TraceCount:
+        """Stop the server (TERM) and read what the tool counted while it served ``requests`` requests."""
+        timeout = min(STOP_TIMEOUT_S, max(5.0, self._deadline - time.monotonic()))
+        self._stop(timeout)
+        total, by_name, processes = self._parse(_read_dir(self._container, OUTPUT_DIR))
+        return TraceCount(self.tool, requests, total, by_name, time.monotonic() - self._started, processes)
+
+    def _stop(self, timeout_s: float) -> None:
+        self._container.stop(timeout=int(max(1.0, timeout_s)))
+        self._container.reload()
+        state = self._container.attrs.get("State") or {}
         if state.get("OOMKilled") or state.get("ExitCode") == 137:
             raise TraceError(
-                f"{self.node}: the traced server did not exit within {timeout_s:.0f}s of its stop signal "
-                f"(killed; its counts are lost)\n{_logs(clone)}"
+                f"{self._node}: the traced server did not exit within {timeout_s:.0f}s of its stop signal "
+                f"(killed; its counts are lost)\n{_logs(self._container)}"
             )
 
-    def _parse(self, tool: str, files: Mapping[str, str], clone: Container) -> tuple[float, dict[str, float], int]:
+    def _parse(self, files: Mapping[str, str]) -> tuple[float, dict[str, float], int]:
         try:
-            if tool == INSTRUCTIONS:
+            if self.tool == INSTRUCTIONS:
                 logs = {n: t for n, t in files.items() if n.endswith(".log")}
                 problems = valgrind_problems(logs)
                 if problems:
                     raise TraceError(
-                        f"{self.node}: a process was not counted (its workers would be missing): "
+                        f"{self._node}: a process was not counted (its workers would be missing): "
                         + "; ".join(problems[:3])
                     )
                 outputs = {n: t for n, t in files.items() if "/cachegrind." in f"/{n}"}
                 if not outputs:
-                    raise TraceError(f"{self.node}: valgrind wrote no counts\n{_logs(clone)}")
+                    raise TraceError(f"{self._node}: valgrind wrote no counts\n{_logs(self._container)}")
                 return merge_cachegrind(outputs)
             text = next((t for n, t in files.items() if n.endswith("strace.txt")), None)
             if text is None:
-                raise TraceError(f"{self.node}: strace wrote no summary\n{_logs(clone)}")
+                raise TraceError(f"{self._node}: strace wrote no summary\n{_logs(self._container)}")
             total, by_call = strace_counts(text)
             return total, by_call, 1
         except TraceOutputError as exc:
-            raise TraceError(f"{self.node}: {exc}\n{_logs(clone)}") from exc
+            raise TraceError(f"{self._node}: {exc}\n{_logs(self._container)}") from exc
 
 
 def _cpu_reader(container: Container) -> Callable[[], int]:
@@ -283,10 +300,6 @@ def _copy_files(source: Container, target: Container, paths: Sequence[str]) -> N
         bits, _ = source.get_archive(path)
         parent = path.rstrip("/").rsplit("/", 1)[0] or "/"
         target.put_archive(parent, b"".join(bits))
-
-
-def _tool_name(tool: str) -> str:
-    return "valgrind" if tool == INSTRUCTIONS else "strace"
 
 
 def _read_dir(container: Container, path: str) -> dict[str, str]:

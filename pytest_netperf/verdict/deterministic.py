@@ -1,7 +1,8 @@
 """Verdicts on deterministic costs (instructions, system calls per request) from repetitions.
 
 A cost pass repeats each count a few times; the counts barely move, so there is no
-sampling distribution to test against. The range of the repetitions bounds the value (or
+sampling distribution to test against and the verdict carries no p-value (NaN; it is
+``exact``, so Holm leaves it out). The range of the repetitions bounds the value (or
 the ratio of every candidate repetition to every reference repetition): PASS when the
 whole range meets the budget, FAIL when none of it does. When the budget lies inside the
 range, the range is the count's resolution: narrower than
@@ -18,25 +19,11 @@ from typing import Optional
 
 from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import Budget
+from pytest_netperf.results.traced import relative_spread
 from pytest_netperf.verdict.stats import Verdict
 from pytest_netperf.verdict.status import Status
 
 METHOD = "deterministic"
-
-
-def _holds(value: float, op: str, threshold: float) -> bool:
-    return {
-        "<": value < threshold,
-        "<=": value <= threshold,
-        ">": value > threshold,
-        ">=": value >= threshold,
-    }.get(op, value == threshold)
-
-
-def spread(values: Sequence[float]) -> float:
-    """(largest - smallest) / median of repetitions; 0 for one value."""
-    middle = statistics.median(values)
-    return (max(values) - min(values)) / middle if middle else 0.0
 
 
 def evaluate_repetitions(
@@ -55,18 +42,20 @@ def evaluate_repetitions(
         estimate = statistics.median(candidate) / statistics.median(reference)
         low, high = min(candidate) / max(reference), max(candidate) / min(reference)
         described = (
-            f"{len(candidate)} repetitions each side; spread {spread(candidate):.2%} (candidate), "
-            f"{spread(reference):.2%} (reference); the interval holds every candidate/reference ratio"
+            f"{len(candidate)} repetitions each side; spread {relative_spread(candidate):.2%} (candidate), "
+            f"{relative_spread(reference):.2%} (reference); the interval holds every candidate/reference ratio"
         )
     else:
         estimate = statistics.median(candidate)
         low, high = min(candidate), max(candidate)
-        described = f"{len(candidate)} repetitions; spread {spread(candidate):.2%}; the interval is their range"
+        described = (
+            f"{len(candidate)} repetitions; spread {relative_spread(candidate):.2%}; the interval is their range"
+        )
     width = (high - low) / abs(estimate) if estimate else math.inf
     note = f"deterministic count: {described}"
-    if all(_holds(v, budget.op, budget.threshold) for v in (low, high)):
+    if all(budget.satisfied_by(v) for v in (low, high)):
         status = Status.PASS
-    elif not any(_holds(v, budget.op, budget.threshold) for v in (low, high)):
+    elif not any(budget.satisfied_by(v) for v in (low, high)):
         status = Status.FAIL
     elif width <= max_spread:
         # the budget lies within the counts' own resolution of the value: no material change
@@ -86,7 +75,7 @@ def evaluate_repetitions(
         ci_high=float(high),
         threshold=budget.threshold,
         n_rounds=len(candidate),
-        p_value=0.0 if status is Status.FAIL else 1.0,
+        p_value=math.nan,  # no sampling distribution: the range of the counts decides, not a test
         method=METHOD,
         note=note,
         exact=True,

@@ -82,7 +82,7 @@ def skip_without_compose_stack_parts() -> None:
     nginx images are all here: what a gate over the team_gateway example needs."""
     from pytest_netperf.engine.client import docker_client
     from pytest_netperf.errors import ComposeUnavailable
-    from pytest_netperf.images.resolve import LOCAL_IMAGES
+    from pytest_netperf.images.roles import LOCAL_IMAGES
     from pytest_netperf.runtime.compose.cli import find_compose
 
     try:

@@ -8,12 +8,12 @@ Real containers through Compose; each run is 3 to 10 rounds of 1 s per side.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from docker_helpers import git, skip_without_compose_stack_parts
 from docker_helpers import team_repo as team_repo_at
+from pytester_helpers import json_report, netperf_args
 
 pytestmark = pytest.mark.docker
 
@@ -26,18 +26,7 @@ def test_edge_against_base(netperf, netperf_compose):
     stack = netperf_compose("team_gateway/docker-compose.yml")
     netperf.measure(stack.endpoint("edge", path="/api/orders", host="api.example.com"), connections=32)
 """
-RUN = [
-    "-m",
-    "netperf",
-    "--netperf-base=main",
-    "--netperf-rounds=3",
-    "--netperf-max-rounds=10",
-    "--netperf-duration=1",
-    "--netperf-warmup=0.5",
-    "--netperf-json=results.json",
-    "-p",
-    "no:cacheprovider",
-]
+RUN = netperf_args(3, 10, "1", "0.5", "-m", "netperf", "--netperf-base=main", "--netperf-json=results.json")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -51,7 +40,7 @@ def team_repo(pytester: pytest.Pytester) -> Path:
 
 
 def rows(pytester: pytest.Pytester) -> dict[str, dict]:
-    results = json.loads((pytester.path / "results.json").read_text())
+    results = json_report(pytester)
     return {row["budget"]: row for row in results["rows"]}
 
 

@@ -32,7 +32,8 @@ from pytest_netperf.errors import (
 )
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.compose.cli import ComposeCli, find_compose
-from pytest_netperf.runtime.compose.stack import ComposeLauncher, ComposeStack, StackSpec
+from pytest_netperf.runtime.compose.launcher import ComposeLauncher, StackSpec
+from pytest_netperf.runtime.compose.stack import ComposeStack
 from pytest_netperf.runtime.docker import DockerRuntime
 
 pytestmark = pytest.mark.docker

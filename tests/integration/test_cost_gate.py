@@ -9,10 +9,9 @@ function); dropping the upstream keep-alive pool adds a connect and a close per 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from docker_helpers import skip_without_compose_stack_parts, skip_without_cost_image, team_repo
+from pytester_helpers import json_report
 
 pytestmark = pytest.mark.docker
 
@@ -59,7 +58,7 @@ def needs_compose_and_a_traceable_nginx() -> None:
 
 
 def rows(pytester: pytest.Pytester) -> dict[str, dict]:
-    results = json.loads((pytester.path / "results.json").read_text())
+    results = json_report(pytester)
     return {row["budget"]: row for row in results["rows"]}
 
 
@@ -79,7 +78,7 @@ def test_comment_passes_regex_locations_and_dropped_keepalive_fail_naming_the_co
         assert (found[budget]["verdict"], found[budget]["reference"]) == ("PASS", "base"), found[budget]
         assert "deterministic count: 3 repetitions each side" in notes(found[budget])
     assert 0.99 < found[INSTRUCTIONS]["raw"]["estimate"] < 1.01
-    document = json.loads((pytester.path / "results.json").read_text())
+    document = json_report(pytester)
     (measurement,) = document["results"]["test_gate.py::test_edge_cost"]
     traced = measurement["series"]["candidate"]["traced"]["instructions"]["edge"]
     assert traced["requests"] == [200, 1000] and len(traced["per_request"]) == 3

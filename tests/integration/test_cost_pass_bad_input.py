@@ -16,10 +16,10 @@ from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.images.cost_image import cost_image
 from pytest_netperf.images.layers import build_layer
-from pytest_netperf.images.resolve import LOCAL_IMAGES
+from pytest_netperf.images.roles import LOCAL_IMAGES
 from pytest_netperf.images.rootfs import ImageBuildError
 from pytest_netperf.runtime.cleanup import clean_session
-from pytest_netperf.runtime.traced_clone import NodeTracer, TraceError
+from pytest_netperf.runtime.traced_clone import TRACED_LABEL, NodeTracer, TraceError
 
 pytestmark = pytest.mark.docker
 ECHO = LOCAL_IMAGES["echo"]
@@ -80,22 +80,26 @@ def test_a_server_that_dies_under_the_tracer_is_an_error_with_its_log(session) -
     dying = NodeTracer(client, source, "edge", network, 8080, ready_timeout_s=20)
     # the clone runs the source's command: replace it by one that fails at once
     source.attrs["Config"]["Cmd"] = ["sh", "-c", "echo config error on line 3 >&2; exit 3"]
-    with pytest.raises(TraceError, match=r"(?s)edge: the server exited under the tracer.*config error on line 3"):
-        dying.count("instructions", lambda address: 0, 200, 60)
+    exited = r"(?s)edge: the server exited under the tracer.*config error on line 3"
+    with pytest.raises(TraceError, match=exited), dying.clone("instructions", 60):
+        pytest.fail("a clone that exited was handed out")
 
 
 def test_a_server_that_never_listens_times_out_naming_the_port(session) -> None:
     client, session_id, network = session
     source = _source(client, session_id, network, ["sleep", "600"])
     silent = NodeTracer(client, source, "edge", network, 8080, ready_timeout_s=3)
-    with pytest.raises(TraceError, match="did not accept connections on port 8080 under the tracer within 3s"):
-        silent.count("syscalls", lambda address: 0, 200, 60)
+    never = "did not accept connections on port 8080 under the tracer within 3s"
+    with pytest.raises(TraceError, match=never), silent.clone("syscalls", 60):
+        pytest.fail("a clone that never listened was handed out")
 
 
-def test_fewer_responses_than_requests_is_not_a_count(session) -> None:
+def test_a_clone_is_removed_when_its_block_fails(session) -> None:
     client, session_id, network = session
     source = _source(client, session_id, network, ["netperf-driver", "echo", "--listen", "0.0.0.0:8080"])
     tracer = NodeTracer(client, source, "edge", network, 8080)
-    with pytest.raises(TraceError, match="edge: 150 of 200 requests answered under strace"):
-        tracer.count("syscalls", lambda address: 150, 200, 120)
+    with pytest.raises(RuntimeError, match="the load failed"), tracer.clone("syscalls", 120) as clone:
+        assert clone.address.endswith(":8080")
+        raise RuntimeError("the load failed")
+    assert client.containers.list(all=True, filters={"label": TRACED_LABEL}) == []
     assert not Path("/tmp/netperf-cost").exists()  # the counts live in the clone, never on the host

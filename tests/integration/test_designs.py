@@ -8,10 +8,9 @@ Real echo containers and the real Rust driver.
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from docker_helpers import skip_without_images
+from pytester_helpers import json_report, netperf_args
 
 pytestmark = pytest.mark.docker
 
@@ -42,17 +41,7 @@ def test_one_container_against_itself(netperf, netperf_topology):
     netperf.compare(head, reference=head, connections=4, rate=1000)
 """
 
-RUN = [
-    "--netperf-design=simultaneous",
-    "--netperf-rounds=6",
-    "--netperf-max-rounds=16",
-    "--netperf-duration=0.5",
-    "--netperf-warmup=0.5",
-    "--netperf-json=results.json",
-    "-p",
-    "no:cacheprovider",
-    "-rA",
-]
+RUN = netperf_args(6, 16, "0.5", "0.5", "--netperf-design=simultaneous", "--netperf-json=results.json", "-rA")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -61,7 +50,7 @@ def _needs_docker_and_images() -> None:
 
 
 def results(pytester: pytest.Pytester) -> dict:
-    return json.loads((pytester.path / "results.json").read_text())
+    return json_report(pytester)
 
 
 def test_head_and_base_are_loaded_together_and_judged(

@@ -9,7 +9,6 @@ load is sent (its old bridge addresses would route off the host). Loads here are
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 import stat
 import uuid
@@ -21,6 +20,7 @@ import pytest
 from docker import DockerClient
 from docker.errors import ImageNotFound
 from docker_helpers import get, leftovers
+from pytester_helpers import json_report
 
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.drivers.base import LoadShape
@@ -28,7 +28,7 @@ from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import DriverError, InvalidMeasurement, RuntimeUnavailable
-from pytest_netperf.images import inputs, resolve
+from pytest_netperf.images import build, inputs, roles
 from pytest_netperf.images.inputs import driver_binary
 from pytest_netperf.images.layers import image_id
 from pytest_netperf.images.rootfs import ImageBuildError
@@ -37,7 +37,9 @@ from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.targets import with_query
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.runtime.cleanup import clean_network
-from pytest_netperf.runtime.docker import DockerRuntime, RunningTopology, TopologyGuard
+from pytest_netperf.runtime.docker import DockerRuntime
+from pytest_netperf.runtime.endpoints import TopologyGuard
+from pytest_netperf.runtime.running import RunningTopology
 from pytest_netperf.topology import builders
 
 pytestmark = pytest.mark.docker
@@ -228,7 +230,7 @@ def test_plugin_reports_invalid_and_never_starts_the_driver(
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-3000:]
     result.stdout.fnmatch_lines(["*INVALID measurement (no verdict)*no longer exists*; no load was sent"])
-    rows = json.loads((pytester.path / "out.json").read_text())["rows"]
+    rows = json_report(pytester, "out.json")["rows"]
     assert [(r["budget"], r["verdict"]) for r in rows] == [("p50 < 1s", "INVALID")]
     assert not calls.exists(), f"the driver ran: {calls.read_text()}"
 
@@ -271,12 +273,12 @@ def test_an_explicit_shim_is_refused_with_what_it_is(tmp_path: Path, monkeypatch
 @pytest.fixture
 def scratch_echo_tag(client: DockerClient, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     """Builds go to a throwaway tag that starts as a copy of the real echo image."""
-    if image_id(client, resolve.BASE_IMAGE) is None or image_id(client, resolve.LOCAL_IMAGES["echo"]) is None:
+    if image_id(client, roles.BASE_IMAGE) is None or image_id(client, roles.LOCAL_IMAGES["echo"]) is None:
         pytest.skip("local images missing; build them with `netperf images build`")
     repository, version = "pytest-netperf/echo-scratch", uuid.uuid4().hex[:8]
     tag = f"{repository}:{version}"
-    client.images.get(resolve.LOCAL_IMAGES["echo"]).tag(repository, version)
-    monkeypatch.setitem(resolve.LOCAL_IMAGES, "echo", tag)
+    client.images.get(roles.LOCAL_IMAGES["echo"]).tag(repository, version)
+    monkeypatch.setitem(roles.LOCAL_IMAGES, "echo", tag)
     try:
         yield tag
     finally:
@@ -308,7 +310,7 @@ def test_an_echo_image_whose_driver_does_not_run_is_refused_and_rolled_back(
     assert inputs.elf_problem(bogus) is None  # it passes the ELF check: only running it tells
     lines: list[str] = []
     with pytest.raises(ImageBuildError) as failure:
-        resolve.build_images(only=["echo"], progress=lines.append)
+        build.build_images(only=["echo"], progress=lines.append)
     message = str(failure.value)
     assert expected in message and "`netperf-driver --version` exited with status" in message, message
     assert f"made with {bogus}" in message and f"the previous {scratch_echo_tag} was kept" in message
@@ -318,6 +320,6 @@ def test_an_echo_image_whose_driver_does_not_run_is_refused_and_rolled_back(
 
 
 def test_the_installed_driver_passes_the_smoke_test(client: DockerClient) -> None:
-    if image_id(client, resolve.LOCAL_IMAGES["echo"]) is None:
+    if image_id(client, roles.LOCAL_IMAGES["echo"]) is None:
         pytest.skip("echo image missing; build it with `netperf images build`")
-    assert resolve.smoke_test(client, "echo", resolve.LOCAL_IMAGES["echo"]).startswith("netperf-driver ")
+    assert build.smoke_test(client, "echo", roles.LOCAL_IMAGES["echo"]).startswith("netperf-driver ")

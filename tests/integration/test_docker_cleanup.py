@@ -19,7 +19,8 @@ from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import RuntimeUnavailable
 from pytest_netperf.runtime.cleanup import clean_session
-from pytest_netperf.runtime.docker import DockerRuntime, TopologyStartError
+from pytest_netperf.runtime.docker import DockerRuntime
+from pytest_netperf.runtime.running import TopologyStartError
 from pytest_netperf.topology import builders
 from pytest_netperf.topology.model import Node, Target, Topology
 

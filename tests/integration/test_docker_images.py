@@ -12,18 +12,12 @@ from docker_helpers import get
 from pytest_netperf import Node, Target, Topology
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
+from pytest_netperf.images.build import build_images
 from pytest_netperf.images.cost_image import cost_image_tag
 from pytest_netperf.images.layers import LABEL_INPUTS, image_id
-from pytest_netperf.images.resolve import (
-    BASE_IMAGE,
-    LOCAL_IMAGES,
-    OFFICIAL_IMAGES,
-    ROLES,
-    build_images,
-    image_report,
-    resolve_image,
-)
-from pytest_netperf.runtime.docker import RunningTopology
+from pytest_netperf.images.resolve import image_report, resolve_image
+from pytest_netperf.images.roles import BASE_IMAGE, LOCAL_IMAGES, OFFICIAL_IMAGES, ROLES
+from pytest_netperf.runtime.running import RunningTopology
 
 pytestmark = pytest.mark.docker
 

@@ -9,7 +9,9 @@ import pytest
 from docker_helpers import get, run_driver, session_leftovers
 
 from pytest_netperf.engine import labels as L
-from pytest_netperf.runtime.docker import ROLE_CAPABILITIES, DockerRuntime, RunningTopology
+from pytest_netperf.runtime.docker import DockerRuntime
+from pytest_netperf.runtime.isolation import ROLE_CAPABILITIES
+from pytest_netperf.runtime.running import RunningTopology
 from pytest_netperf.topology import builders
 
 pytestmark = pytest.mark.docker

@@ -19,15 +19,13 @@ from docker_helpers import get, run_driver, session_leftovers
 
 from pytest_netperf import ConfigPathError, Node, Resources, Target, Topology
 from pytest_netperf.images.layers import image_id
-from pytest_netperf.images.resolve import LOCAL_IMAGES, NodeImageMissingError
+from pytest_netperf.images.resolve import NodeImageMissingError
+from pytest_netperf.images.roles import LOCAL_IMAGES
 from pytest_netperf.runtime.cleanup import clean_session
-from pytest_netperf.runtime.docker import (
-    DOCKER_DEFAULT_CAPABILITIES,
-    DockerRuntime,
-    RunningTopology,
-    TopologyStartError,
-)
+from pytest_netperf.runtime.docker import DockerRuntime
+from pytest_netperf.runtime.isolation import DOCKER_DEFAULT_CAPABILITIES
 from pytest_netperf.runtime.resources import CoreSplit
+from pytest_netperf.runtime.running import RunningTopology, TopologyStartError
 
 pytestmark = pytest.mark.docker
 

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from docker_helpers import skip_without_images
+from pytester_helpers import netperf_args
 
 pytestmark = pytest.mark.docker
 
@@ -33,15 +34,7 @@ def test_nginx_gateway(netperf, netperf_topology):
     netperf.measure(gateway.endpoint("gateway"), connections=32)
 """
 
-RUN = [
-    "--netperf-rounds=5",
-    "--netperf-max-rounds=10",
-    "--netperf-duration=1",
-    "--netperf-warmup=0.5",
-    "-p",
-    "no:cacheprovider",
-    "-rA",
-]
+RUN = netperf_args(5, 10, "1", "0.5", "-rA")
 
 
 @pytest.fixture(scope="module", autouse=True)

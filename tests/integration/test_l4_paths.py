@@ -10,12 +10,12 @@ end in an error or an INVALID that says so.
 
 from __future__ import annotations
 
-import json
 import socket
 import uuid
 
 import pytest
 from docker_helpers import session_leftovers, skip_without_images
+from pytester_helpers import json_report
 
 from pytest_netperf.budget.metrics import metric_value
 from pytest_netperf.drivers.base import LoadShape
@@ -25,10 +25,11 @@ from pytest_netperf.errors import DriverError
 from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.measure.wire_counts import run_with_wire
 from pytest_netperf.runtime.cleanup import clean_session
-from pytest_netperf.runtime.docker import DockerRuntime, TopologyStartError
+from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.host_ports import free_host_ports
 from pytest_netperf.runtime.l4_paths import core_pair, l4_paths
 from pytest_netperf.runtime.runners import ContainerRunner
+from pytest_netperf.runtime.running import TopologyStartError
 from pytest_netperf.topology import builders
 
 pytestmark = pytest.mark.docker
@@ -180,7 +181,7 @@ def test_gate_over_the_paths_reports_l4_figures_per_path(pytester: pytest.Pytest
     assert result.ret == 1, out[-3000:]  # the payload test fails; the others pass
     result.assert_outcomes(passed=2, failed=1)
     assert "load option payload=70000: expected a size in bytes from 1 to 65536 (64 KiB)" in out
-    doc = json.loads((pytester.path / "results.json").read_text())
+    doc = json_report(pytester)
     (udp,) = doc["results"]["test_l4.py::test_udp"]
     for label in ("candidate", "reference"):
         l4 = udp["series"][label]["l4"]
@@ -245,5 +246,5 @@ def test_a_throttled_container_network_fails_the_throughput_gate(
     monkeypatch.setenv("THROTTLE", "1gbit")
     throttled = pytester.runpytest_subprocess(*run)
     assert throttled.ret == 1, throttled.stdout.str()[-3000:]
-    (row,) = json.loads((pytester.path / "results.json").read_text())["rows"]
+    (row,) = json_report(pytester)["rows"]
     assert row["verdict"] == "FAIL" and row["raw"]["estimate"] < 0.3, row

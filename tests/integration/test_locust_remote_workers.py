@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import json
 import socket
 import time
 import uuid
@@ -21,9 +20,10 @@ from typing import Any, Iterator
 import psutil
 import pytest
 from docker_helpers import session_leftovers, skip_without_images
+from pytester_helpers import json_report
 
 from pytest_netperf.engine import labels as L
-from pytest_netperf.images.resolve import LOCAL_IMAGES
+from pytest_netperf.images.roles import LOCAL_IMAGES
 
 pytestmark = pytest.mark.docker
 if importlib.util.find_spec("locust") is None:  # pragma: no cover - depends on the machine
@@ -140,7 +140,7 @@ def test_two_container_workers_serve_every_round_of_a_session_master(pytester: p
     )
     elapsed = time.monotonic() - started
     output = result.stdout.str()
-    report = json.loads((pytester.path / "out.json").read_text())
+    report = json_report(pytester, "out.json")
     rounds = [r for results in report["results"].values() for series in _series(results) for r in series]
     assert len(rounds) >= ROUNDS, output[-3000:]
     for index, round_ in enumerate(rounds, start=1):

@@ -25,7 +25,7 @@ from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import DriverNotFoundError, RuntimeUnavailable
-from pytest_netperf.images.resolve import LOCAL_IMAGES
+from pytest_netperf.images.roles import LOCAL_IMAGES
 from pytest_netperf.runtime.commands import LocalRunner, find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
 from pytest_netperf.runtime.resources import usable_cores

@@ -16,12 +16,12 @@ Real containers through Compose; each run is 3 to 8 rounds of 1 s per side.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 from docker_helpers import git, skip_without_compose_stack_parts
+from pytester_helpers import json_report, netperf_args
 
 pytestmark = pytest.mark.docker
 
@@ -59,18 +59,7 @@ ONE_REQUEST_PER_CONNECTION = """
         "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
         common_http_protocol_options: { max_requests_per_connection: 1 }
         explicit_http_config: { http_protocol_options: {} }"""
-RUN = [
-    "-m",
-    "netperf",
-    "--netperf-base=main",
-    "--netperf-rounds=3",
-    "--netperf-max-rounds=8",
-    "--netperf-duration=1",
-    "--netperf-warmup=0.5",
-    "--netperf-json=results.json",
-    "-p",
-    "no:cacheprovider",
-]
+RUN = netperf_args(3, 8, "1", "0.5", "-m", "netperf", "--netperf-base=main", "--netperf-json=results.json")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -91,7 +80,7 @@ def team_repo(pytester: pytest.Pytester, stack: str, gate: str) -> Path:
 
 
 def report(pytester: pytest.Pytester) -> dict:
-    return json.loads((pytester.path / "results.json").read_text())
+    return json_report(pytester)
 
 
 def rows(doc: dict) -> dict[str, dict]:

@@ -10,12 +10,12 @@ tests/unit/test_system_metrics.py). Real echo containers and the real driver.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 
 import pytest
 from docker_helpers import get, skip_without_images
+from pytester_helpers import json_report, netperf_args
 
 from pytest_netperf.errors import CgroupError
 from pytest_netperf.images.resolve import resolve_image
@@ -53,16 +53,7 @@ def test_unknown_node(netperf, netperf_topology):
 # CPU per request of the echo server moves ~8% from round to round on a busy 2-core machine,
 # whether a round lasts 0.5 s or 2 s (benchmarks/gate_power.py): many short rounds, so that
 # against itself the estimate stays well inside 1.05x (about 2% standard error at 40 rounds).
-RUN = [
-    "--netperf-rounds=8",
-    "--netperf-max-rounds=40",
-    "--netperf-duration=0.5",
-    "--netperf-warmup=0.5",
-    "--netperf-json=results.json",
-    "-p",
-    "no:cacheprovider",
-    "-rA",
-]
+RUN = netperf_args(8, 40, "0.5", "0.5", "--netperf-json=results.json", "-rA")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -71,7 +62,7 @@ def _needs_docker_and_images() -> None:
 
 
 def rows(pytester: pytest.Pytester) -> dict[str, dict]:
-    doc = json.loads((pytester.path / "results.json").read_text())
+    doc = json_report(pytester)
     return {row["budget"]: row for row in doc["rows"]}
 
 
@@ -91,7 +82,7 @@ def test_echo_against_itself_passes_and_burn_10us_fails(
     assert {r["verdict"] for r in passed.values()} == {"PASS"}, passed
     facts = passed["mem[echo] <= 64MB"]["facts"]["candidate"]
     assert "echo" in facts["system under test (median per round)"], facts
-    doc = json.loads((pytester.path / "results.json").read_text())
+    doc = json_report(pytester)
     (measurement,) = doc["results"]["test_costs.py::test_echo_cpu"]
     candidate = measurement["series"]["candidate"]
     assert candidate["system_costs"]["echo"]["cpu_per_request_ns"] > 0, candidate["system_costs"]

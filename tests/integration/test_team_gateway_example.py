@@ -8,30 +8,18 @@ the echo app); each run is 3 to 5 rounds of 1 s per side.
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
 import pytest
 from docker_helpers import skip_without_compose_stack_parts
+from pytester_helpers import json_report, netperf_args
 
 pytestmark = pytest.mark.docker
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEEPALIVE_LINE = "keepalive 32;"
-RUN = [
-    "-m",
-    "netperf",
-    "-k",
-    "throughput",
-    "--netperf-rounds=3",
-    "--netperf-max-rounds=5",
-    "--netperf-duration=1",
-    "--netperf-warmup=0.5",
-    "--netperf-json=results.json",
-    "-p",
-    "no:cacheprovider",
-]
+RUN = netperf_args(3, 5, "1", "0.5", "-m", "netperf", "-k", "throughput", "--netperf-json=results.json")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -47,7 +35,7 @@ def _team_repo(pytester: pytest.Pytester) -> Path:
 
 
 def _verdicts(pytester: pytest.Pytester) -> dict[str, str]:
-    results = json.loads((pytester.path / "results.json").read_text())
+    results = json_report(pytester)
     return {row["budget"]: row["verdict"] for row in results["rows"]}
 
 

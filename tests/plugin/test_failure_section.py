@@ -12,22 +12,13 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from pytester_helpers import netperf_args
 
 from pytest_netperf.errors import DriverNotFoundError
 from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
 
-FAST = [
-    "--netperf-rounds=3",
-    "--netperf-max-rounds=3",
-    "--netperf-duration=0.3",
-    "--netperf-warmup=0.1",
-    "--netperf-max-lag=100",
-    "-p",
-    "no:cacheprovider",
-    "-p",
-    "no:randomly",
-]
+FAST = netperf_args(3, 3, "0.3", "0.1", "--netperf-max-lag=100", "-p", "no:randomly")
 
 GATES = """
 import os

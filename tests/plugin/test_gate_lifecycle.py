@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from pytester_helpers import json_report, netperf_args
 
 from pytest_netperf.errors import DriverNotFoundError
 from pytest_netperf.runtime.commands import find_driver_binary
@@ -24,15 +25,7 @@ except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
 # These tests are about the plugin, not the driver's accuracy: a machine hiccup that delays
 # the driver's sends by more than 5 ms must not turn them INVALID, so the lag bound is wide
 # (the saturation test sets its own).
-FAST = [
-    "--netperf-rounds=3",
-    "--netperf-max-rounds=3",
-    "--netperf-duration=0.5",
-    "--netperf-warmup=0.2",
-    "--netperf-max-lag=100",
-    "-p",
-    "no:cacheprovider",
-]
+FAST = netperf_args(3, 3, "0.5", "0.2", "--netperf-max-lag=100")
 
 # 10x, not tighter: a stored baseline of 3 rounds judged against 3 new ones on a loaded
 # 2-core machine gave intervals up to [0.41x, 3.68x] on an unchanged echo server (an
@@ -181,7 +174,7 @@ def test_xdist_workers_write_baselines_without_loss(
     assert len(stored) == 4
     ids = {json.loads(p.read_text())["test_id"] for p in stored}
     assert ids == {f"test_many.py::test_param[{n}]" for n in range(4)}
-    rows = json.loads((pytester.path / "results.json").read_text())["rows"]
+    rows = json_report(pytester)["rows"]
     assert len(rows) == 8  # two budgets per test, gathered on the controller
 
 

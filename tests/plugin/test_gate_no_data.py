@@ -7,10 +7,10 @@ loopback; rounds are short.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 
 import pytest
+from pytester_helpers import json_report, netperf_args
 
 from pytest_netperf.errors import DriverNotFoundError
 from pytest_netperf.runtime.commands import find_driver_binary
@@ -21,16 +21,7 @@ try:
 except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
     pytest.skip(f"netperf-driver is not installed: {exc}", allow_module_level=True)
 
-FAST = [
-    "--netperf-rounds=2",
-    "--netperf-max-rounds=2",
-    "--netperf-duration=1",
-    "--netperf-warmup=0.2",
-    "--netperf-max-lag=100",
-    "--netperf-json=out.json",
-    "-p",
-    "no:cacheprovider",
-]
+FAST = netperf_args(2, 2, "1", "0.2", "--netperf-max-lag=100", "--netperf-json=out.json")
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +39,7 @@ def echo(echo_server: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> Local
 def _run(pytester: pytest.Pytester, echo: LocalEchoServer, source: str) -> tuple[pytest.RunResult, dict]:
     pytester.makepyfile(test_gate=source)
     result = pytester.runpytest_subprocess(*FAST)
-    report = json.loads((pytester.path / "out.json").read_text()) if (pytester.path / "out.json").exists() else {}
+    report = json_report(pytester, "out.json") if (pytester.path / "out.json").exists() else {}
     return result, report
 
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import importlib.util
-import json
 from typing import Iterator
 
 import pytest
+from pytester_helpers import json_report, netperf_args
 
 from pytest_netperf.errors import DriverNotFoundError
 from pytest_netperf.runtime.commands import find_driver_binary
@@ -20,14 +20,7 @@ try:
 except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
     pytest.skip(f"netperf-driver (echo server) is not installed: {exc}", allow_module_level=True)
 
-FAST = [
-    "--netperf-rounds=2",
-    "--netperf-max-rounds=2",
-    "--netperf-duration=1",
-    "--netperf-warmup=0.5",
-    "-p",
-    "no:cacheprovider",
-]
+FAST = netperf_args(2, 2, "1", "0.5")
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +44,7 @@ def test_locust_driver_feeds_the_same_budgets_and_reports(
     )
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
     result = pytester.runpytest_subprocess(*FAST, "--netperf-json=out.json")
-    rows = json.loads((pytester.path / "out.json").read_text())["rows"]
+    rows = json_report(pytester, "out.json")["rows"]
     assert {r["driver"] for r in rows} == {"locust"}
     verdicts = {r["budget"]: r["verdict"] for r in rows}
     # A Locust process starved of CPU flags itself saturated (INVALID); otherwise both budgets pass.

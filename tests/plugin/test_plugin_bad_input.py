@@ -22,20 +22,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from pytester_helpers import netperf_args
 
 from pytest_netperf.errors import DriverNotFoundError
 from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
 
-FAST = [
-    "--netperf-rounds=2",
-    "--netperf-max-rounds=2",
-    "--netperf-duration=0.3",
-    "--netperf-warmup=0.1",
-    "--netperf-max-lag=100",
-    "-p",
-    "no:cacheprovider",
-]
+FAST = netperf_args(2, 2, "0.3", "0.1", "--netperf-max-lag=100")
 
 GATE = """
 import os

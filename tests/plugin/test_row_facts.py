@@ -8,11 +8,11 @@ two (the split ``auto`` makes on 4+ cores). Each run is 2 rounds of 0.3 s per se
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 
 import pytest
+from pytester_helpers import json_report, netperf_args
 
 from pytest_netperf.errors import DriverNotFoundError
 from pytest_netperf.runtime.commands import find_driver_binary
@@ -20,15 +20,7 @@ from pytest_netperf.runtime.local import LocalEchoServer
 from pytest_netperf.runtime.resources import usable_cores
 from pytest_netperf.settings import resolve_driver_cpus
 
-FAST = [
-    "--netperf-rounds=2",
-    "--netperf-max-rounds=2",
-    "--netperf-duration=0.3",
-    "--netperf-warmup=0.1",
-    "--netperf-max-lag=100",
-    "-p",
-    "no:cacheprovider",
-]
+FAST = netperf_args(2, 2, "0.3", "0.1", "--netperf-max-lag=100")
 DRIVER_CORE = usable_cores()[0]
 ECHO_CORE = usable_cores()[-1]
 HEAD = {"images": "edge=pytest-netperf/echo:local (for echo:head)", "resources": "edge cpus 1"}
@@ -40,7 +32,7 @@ GATE = f"""
 import os
 import pytest
 
-from pytest_netperf.runtime.docker import Endpoint
+from pytest_netperf.runtime.endpoints import Endpoint
 
 
 def Stack(url, facts):
@@ -83,7 +75,7 @@ def test_reports_carry_the_target_facts_and_the_driver_cores(pytester: pytest.Py
     assert result.ret == 0, result.stdout.str()
     cores = {"driver cores": str(DRIVER_CORE)}
 
-    doc = json.loads((pytester.path / "out.json").read_text())
+    doc = json_report(pytester, "out.json")
     assert [r["budget"] for r in doc["rows"]] == ["rps >= 0.5x reference", "p50 < 50ms"]
     request = {"request": doc["rows"][0]["facts"]["candidate"]["request"]}
     assert request["request"].startswith(f"GET {echo.url}, poisson arrivals; 100 rps open "), request  # (#27)
@@ -124,7 +116,7 @@ def test_default_run_keeps_the_terminal_table_and_pins_as_auto_says(
     assert "facts:" not in result.stdout.str()  # facts are for -v; the default table is as it was
     auto = resolve_driver_cpus("auto")
     cores = {"driver cores": auto} if auto else {}
-    row = json.loads((pytester.path / "out.json").read_text())["rows"][0]
+    row = json_report(pytester, "out.json")["rows"][0]
     request = {"request": row["facts"]["candidate"]["request"]}
     assert row["facts"] == {
         "candidate": {**HEAD, **cores, **ROUNDS, **request},

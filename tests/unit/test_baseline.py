@@ -6,20 +6,17 @@ import json
 import multiprocessing
 import os
 import re
-import shutil
-import subprocess
 from datetime import datetime
 from pathlib import Path
 
 import pytest
 from hdrh.histogram import HdrHistogram
-from netperf_rounds import make_round, make_rounds
+from netperf_rounds import FINGERPRINT, make_rounds
 
 from pytest_netperf import __version__
 from pytest_netperf.baseline.fingerprint import (
     compare_fingerprints,
     cpu_model,
-    machine_fingerprint,
 )
 from pytest_netperf.baseline.machine import machine_class
 from pytest_netperf.baseline.store import (
@@ -27,22 +24,11 @@ from pytest_netperf.baseline.store import (
     Baseline,
     BaselineStore,
     SeriesRecord,
-    git_commit,
     safe_name,
 )
 from pytest_netperf.errors import BaselineError
 
 TEST_ID = "tests/test_gw.py::test_overhead[kong-c100]"
-FINGERPRINT = {
-    "cpu_model": "Example CPU 3000",
-    "logical_cores": 2,
-    "kernel": "6.1.0-18-amd64",
-    "docker_version": "20.10.24",
-    "image_digests": {"nginx": "sha256:aaa"},
-    "python": "3.11.2",
-    "plugin_version": "0.1.0",
-    "driver_version": "0.1.0",
-}
 #: The machine class of FINGERPRINT: the folder its baselines are stored in.
 CLASS = machine_class(FINGERPRINT)
 
@@ -142,36 +128,6 @@ def test_per_round_lists_are_one_line_and_test_ids_stay_verbatim(tmp_path: Path)
     assert f'"test_id": "{test_id}"' in text
     assert re.search(r'\n +"rps": \[[0-9., ]+\],?\n', text)
     assert json.loads(text)["test_id"] == test_id
-
-
-def test_git_commit_is_recorded_inside_a_repo_and_none_outside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    if shutil.which("git") is None:
-        pytest.skip("git is not installed")
-    monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path))
-    outside = tmp_path / "plain"
-    outside.mkdir()
-    env = dict(os.environ)
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    git = [
-        "git",
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@example.invalid",
-        "-c",
-        "commit.gpgsign=false",
-    ]
-    subprocess.run([*git, "init", "-q"], cwd=repo, check=True, env=env)
-    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], cwd=repo, check=True, env=env)
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True, check=True
-    ).stdout.strip()
-
-    assert git_commit(repo) == head
-    assert git_commit(outside) is None
-    baseline = Baseline.new(TEST_ID, {"candidate": SeriesRecord([make_round()])}, FINGERPRINT, repo_dir=repo)
-    assert baseline.git_commit == head
 
 
 def test_new_refuses_an_empty_baseline() -> None:
@@ -394,25 +350,6 @@ def test_fingerprint_differences_are_described() -> None:
         "image envoy: unknown -> sha256:ccc",
         "image nginx: sha256:aaa -> sha256:bbb",
     ]
-
-
-def test_machine_fingerprint_describes_this_machine() -> None:
-    fingerprint = machine_fingerprint({"nginx": "sha256:abc"})
-    assert fingerprint["logical_cores"] == os.cpu_count()
-    assert fingerprint["kernel"] == os.uname().release
-    assert fingerprint["plugin_version"] == __version__
-    assert fingerprint["image_digests"] == {"nginx": "sha256:abc"}
-    assert machine_fingerprint()["image_digests"] == {}
-    binary = shutil.which("netperf-driver")
-    if binary is None:
-        assert fingerprint["driver_version"] is None
-    else:
-        printed = subprocess.run([binary, "--version"], capture_output=True, text=True).stdout
-        assert fingerprint["driver_version"] == printed.split()[-1]
-    if Path("/proc/cpuinfo").exists():
-        assert fingerprint["cpu_model"]
-    docker_version = fingerprint["docker_version"]
-    assert docker_version is None or re.match(r"\d+\.\d+", docker_version)
 
 
 def test_cpu_model_reads_x86_and_arm_cpuinfo(tmp_path: Path) -> None:

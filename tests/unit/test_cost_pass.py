@@ -4,7 +4,8 @@ the grammar and registry entries, and the pass's orchestration of exact counts."
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -16,13 +17,13 @@ from pytest_netperf.budget.grammar import BudgetSyntaxError, parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import BaselineError
 from pytest_netperf.measure.cost_pass import (
+    CostPassError,
     CostPassPlan,
     at_address,
-    cost_fact,
-    cost_pass_notes,
     exact_shape,
     run_cost_pass,
 )
+from pytest_netperf.report.counted import cost_fact, cost_pass_notes
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.results.traced import MarginalCost, TraceCount, changed_most, marginal
 from pytest_netperf.runtime.trace_output import (
@@ -206,12 +207,32 @@ class _LinearServer:
     def __init__(self, per_request: float = 2_000.0) -> None:
         self.calls: list[tuple[str, int]] = []
         self.per_request = per_request
+        self.live = 0
+        self.removed = 0
 
-    def count(self, tool: str, load: Callable[[str], int], requests: int, time_limit_s: float) -> TraceCount:
-        self.calls.append((tool, requests))
-        served = load("10.0.0.9:8000")
-        per = self.per_request if tool == "instructions" else 3.0
-        return TraceCount(tool, requests, 5_000 + per * served, {"f": per * served})
+    def prepare(self) -> None:
+        pass
+
+    @contextmanager
+    def clone(self, tool: str, time_limit_s: float) -> Iterator[_LinearClone]:
+        self.live += 1
+        try:
+            yield _LinearClone(self, tool)
+        finally:
+            self.live -= 1
+            self.removed += 1
+
+
+class _LinearClone:
+    address = "10.0.0.9:8000"
+
+    def __init__(self, server: _LinearServer, tool: str) -> None:
+        self.server, self.tool = server, tool
+
+    def counts(self, requests: int) -> TraceCount:
+        self.server.calls.append((self.tool, requests))
+        per = self.server.per_request if self.tool == "instructions" else 3.0
+        return TraceCount(self.tool, requests, 5_000 + per * requests, {"f": per * requests})
 
 
 def test_cost_pass_counts_low_and_high_per_repetition_and_tool() -> None:
@@ -262,8 +283,42 @@ def test_a_count_below_any_requests_work_is_an_error_not_a_small_cost(per_reques
         return make_round(rps=int(shape.extra["requests"]) / 5, url=url)
 
     plan = CostPassPlan(low=200, high=1000, repetitions=1, time_limit_s=60.0)
-    with pytest.raises(ValueError, match=r"instructions per request of gw counted .* below the 1000"):
+    with pytest.raises(CostPassError, match=r"instructions per request of gw counted .* below the 1000"):
         run_cost_pass(_LinearServer(per_request), ["instructions"], run, "http://172.18.0.3:8000/x", LoadShape(), plan)
+
+
+def test_a_clone_that_answered_fewer_requests_is_an_error_and_is_removed() -> None:
+    """A count over fewer requests than were sent would be too small: the pass says so (in
+    its own error, which the gate turns into INVALID budgets) and the clone still goes."""
+    server = _LinearServer()
+
+    def run(url: str, shape: LoadShape) -> RoundResult:
+        return make_round(rps=30.0, url=url)  # 150 requests answered over its 5 s
+
+    plan = CostPassPlan(low=40, high=200, repetitions=2, time_limit_s=30.0)
+    with pytest.raises(CostPassError, match=r"gw: 150 of 200 requests answered under strace within the 30s limit"):
+        run_cost_pass(server, ["syscalls"], run, "http://172.18.0.3:8000/x", LoadShape(), plan)
+    assert (server.live, server.removed) == (0, 1)
+
+
+def test_a_driver_failure_in_a_pass_is_a_cost_pass_error_naming_it() -> None:
+    from pytest_netperf.errors import DriverError
+
+    def run(url: str, shape: LoadShape) -> RoundResult:
+        raise DriverError("connection refused by 10.0.0.9:8000")
+
+    plan = CostPassPlan(low=40, high=200, repetitions=1, time_limit_s=30.0)
+    with pytest.raises(CostPassError, match=r"connection refused by 10\.0\.0\.9:8000"):
+        run_cost_pass(_LinearServer(), ["instructions"], run, "http://h:1/x", LoadShape(), plan)
+
+
+def test_a_plain_bug_in_a_pass_is_not_turned_into_an_invalid_budget() -> None:
+    def run(url: str, shape: LoadShape) -> RoundResult:
+        raise ValueError("a bug")
+
+    plan = CostPassPlan(low=40, high=200, repetitions=1, time_limit_s=30.0)
+    with pytest.raises(ValueError, match="a bug"):
+        run_cost_pass(_LinearServer(), ["instructions"], run, "http://h:1/x", LoadShape(), plan)
 
 
 def costs_by_tool(costs: dict[str, MarginalCost]) -> dict[str, dict[str, MarginalCost]]:
@@ -309,4 +364,33 @@ def test_the_cost_fact_lists_each_node_and_its_most_frequent_system_calls() -> N
     }
     assert cost_fact(traced) == (
         "edge 25,088 instructions; 8.00 system calls (epoll_wait 2.00, recvfrom 2.00, writev 2.00)"
+    )
+
+
+def test_the_comparison_note_names_the_functions_that_changed_most_against_the_other_side() -> None:
+    """Where the cost went: the parts whose per-request count moved most, largest first, in the
+    tool's own precision; a move under the repetitions' resolution is not named."""
+    budget = parse_budget("instructions_per_request[edge] <= 1.01x base")
+    before = MarginalCost(
+        "edge", "instructions", (18_400.0, 18_410.0), {"ngx_http_parse": 900.0, "pcre2_match_8": 0.0, "memcpy": 50.0}
+    )
+    after = MarginalCost(
+        "edge", "instructions", (19_100.0, 19_090.0), {"ngx_http_parse": 902.0, "pcre2_match_8": 664.0, "memcpy": 80.0}
+    )
+    notes = cost_pass_notes(budget, {"instructions": {"edge": after}}, {"instructions": {"edge": before}}, "base")
+    assert notes[0].startswith("cost pass of edge (candidate): instructions under valgrind, 2 x (0 - 0) requests")
+    assert notes[1].startswith("cost pass of edge (base): instructions under valgrind")
+    # the floor is 0.2% of the base's 18,405 per request (36.8): +2 in ngx_http_parse is noise
+    assert notes[2] == "edge: functions whose instructions per request changed most vs base: pcre2_match_8 +664"
+
+
+def test_the_comparison_note_says_when_no_system_call_moved() -> None:
+    budget = parse_budget("syscalls_per_request[edge] <= 1.0x base")
+    same = MarginalCost("edge", "syscalls", (8.0, 8.0), {"epoll_wait": 2.0, "recvfrom": 2.0, "writev": 2.0})
+    notes = cost_pass_notes(budget, {"syscalls": {"edge": same}}, {"syscalls": {"edge": same}}, "reference")
+    assert notes[-1] == "edge: no system calls changed by 0.05 or more per request vs reference"
+    dropped_pool = MarginalCost("edge", "syscalls", (10.0, 10.0), {"epoll_wait": 2.0, "connect": 1.0, "close": 1.0})
+    notes = cost_pass_notes(budget, {"syscalls": {"edge": dropped_pool}}, {"syscalls": {"edge": same}}, "base")
+    assert notes[-1] == (
+        "edge: system calls whose syscalls per request changed most vs base: recvfrom -2.00, writev -2.00, close +1.00"
     )

@@ -1,21 +1,17 @@
-"""The load driver's cores: the ``driver_cpus`` setting, its resolution, and real pinned children.
+"""The load driver's cores: the ``driver_cpus`` setting, its resolution, a core that cannot be
+pinned to, and the gate's facts. ``auto`` is tested with :func:`default_split` on a given core list.
 
-Each pinning test starts a real short-lived child the way the driver (or Locust) is started
-and reads ``os.sched_getaffinity(pid)`` while the child runs. This machine may have only
-two cores, so pinning is tested with explicit one-core cpusets; ``auto`` is tested with
-:func:`default_split` on a given core list.
+Real pinned children (``sleep`` and ``sh`` started pinned) are in
+tests/integration/test_driver_pinning_children.py.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import threading
-import time
 from pathlib import Path
 from typing import Optional
 
-import psutil
 import pytest
 
 from pytest_netperf import defaults
@@ -23,8 +19,8 @@ from pytest_netperf.drivers.locust.processes import ProcessGroups
 from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.errors import DriverError, NetperfError
 from pytest_netperf.measure.gate import DRIVER_CORES_FACT, series_facts
-from pytest_netperf.runtime.commands import CommandOutcome, LocalRunner
-from pytest_netperf.runtime.docker import Endpoint
+from pytest_netperf.runtime.commands import LocalRunner
+from pytest_netperf.runtime.endpoints import Endpoint
 from pytest_netperf.runtime.process_guard import check_cores
 from pytest_netperf.runtime.resources import default_split, usable_cores
 from pytest_netperf.settings import SettingError, Settings, check_driver_cpus, resolve_driver_cpus
@@ -32,8 +28,6 @@ from pytest_netperf.settings import SettingError, Settings, check_driver_cpus, r
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning needs Linux")
 
 SLEEP = shutil.which("sleep") or "/bin/sleep"
-#: One core this process may use (the last: on most machines not the only one).
-ONE = usable_cores()[-1]
 
 
 # ------------------------------------------------------------------ the setting
@@ -87,57 +81,7 @@ def test_auto_on_this_machine_follows_default_split() -> None:
     assert resolve_driver_cpus("auto") == (split.driver if split is not None else None)
 
 
-# ------------------------------------------------------------------ real pinned children
-def _child_named(name: str, timeout_s: float = 5.0) -> psutil.Process:
-    """The running child of this process called ``name``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        for child in psutil.Process().children(recursive=True):
-            try:
-                if child.name() == name:
-                    return child
-            except psutil.NoSuchProcess:
-                continue
-        time.sleep(0.01)
-    raise AssertionError(f"no child process {name!r} appeared within {timeout_s:g}s")
-
-
-def test_local_runner_pins_the_driver_process_to_one_core() -> None:
-    runner = LocalRunner(binary=SLEEP, cpus=str(ONE))
-    outcome: dict[str, CommandOutcome] = {}
-    thread = threading.Thread(target=lambda: outcome.setdefault("done", runner.run(["netperf-driver", "2"], 10.0)))
-    thread.start()
-    try:
-        child = _child_named(Path(SLEEP).name)
-        assert os.sched_getaffinity(child.pid) == {ONE}
-    finally:
-        thread.join(timeout=15)
-    assert outcome["done"].returncode == 0
-
-
-def test_an_unpinned_local_runner_keeps_this_process_cores() -> None:
-    runner = LocalRunner(binary=SLEEP)
-    thread = threading.Thread(target=runner.run, args=(["netperf-driver", "1"], 10.0))
-    thread.start()
-    try:
-        child = _child_named(Path(SLEEP).name)
-        assert os.sched_getaffinity(child.pid) == os.sched_getaffinity(0)
-    finally:
-        thread.join(timeout=15)
-
-
-def test_locust_process_groups_pin_every_process(tmp_path: Path) -> None:
-    with ProcessGroups(tmp_path, grace_s=1.0, cpus=str(ONE)) as groups:
-        first = groups.start("master", [SLEEP, "5"])
-        second = groups.start("worker 1", ["sh", "-c", f"{SLEEP} 5 & wait"])
-        time.sleep(0.2)  # let the shell fork its sleep
-        assert os.sched_getaffinity(first.pid) == {ONE}
-        assert os.sched_getaffinity(second.pid) == {ONE}
-        grandchildren = psutil.Process(second.pid).children()
-        assert grandchildren and all(os.sched_getaffinity(p.pid) == {ONE} for p in grandchildren)
-    assert all(p.poll() is not None for p in groups.processes)
-
-
+# ------------------------------------------------------------------ a core that cannot be used
 def test_a_core_this_process_may_not_use_is_a_clear_error_before_any_start(tmp_path: Path) -> None:
     missing = max(usable_cores()) + 1000
     with pytest.raises(ValueError, match=rf"cannot pin to cores '{missing}': core\(s\) {missing} not available"):

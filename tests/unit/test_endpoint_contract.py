@@ -8,7 +8,7 @@ import pytest
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS
 from pytest_netperf.measure.gate import checked_target
 from pytest_netperf.measure.targets import with_query
-from pytest_netperf.runtime.docker import Endpoint
+from pytest_netperf.runtime.endpoints import Endpoint
 
 HEAD, BASE = "http://10.0.0.2:8080/api", "http://10.0.1.2:8080/api?tenant=a"
 

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import itertools
 import re
+from typing import Optional
 
 from netperf_rounds import make_round
 
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
-from pytest_netperf.measure.gate import BudgetOutcome, Gate
+from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
+from pytest_netperf.measure.model import BaselineLookup
+from pytest_netperf.measure.outcomes import BudgetOutcome
 from pytest_netperf.report.failure import FailureContext, budget_line, failure_text, reference_names
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.verdict import stats
@@ -127,13 +130,16 @@ class Driver:
         return make_round(rps=self.rps[url] * next(self.jitter[url]), url=url)
 
 
-def _gate(budgets: list[str], rps: dict[str, float], lines: list[str]) -> Gate:
+def _gate(
+    budgets: list[str], rps: dict[str, float], lines: list[str], baseline_lookup: Optional[BaselineLookup] = None
+) -> Gate:
     driver = Driver(rps)
     return Gate(
         TEST,
         [parse_budget(text) for text in budgets],
         GateSettings(rounds_min=4, rounds_max=8, round_batch=2, round_duration_s=0.1, warmup_s=0.0),
         driver_factory=lambda name, runner: driver,
+        baseline_lookup=baseline_lookup,
         progress=lines.append,
     )
 
@@ -162,8 +168,8 @@ def test_progress_lines_say_the_round_the_plan_the_cap_and_the_time() -> None:
     progress: list[str] = []
     # 10% below a noisy 4-round baseline: undecided to the cap, but leaning past the budget,
     # so it keeps measuring (at 1.0x the budget would be undecidable here and stop at once)
-    g = _gate(["rps >= 0.99x baseline"], {url: 9_000.0}, progress)
-    g._baseline_lookup = lambda key, label, metric: [10_000.0 * f for f in (0.9, 1.1, 0.95, 1.05)]
+    stored = [10_000.0 * f for f in (0.9, 1.1, 0.95, 1.05)]
+    g = _gate(["rps >= 0.99x baseline"], {url: 9_000.0}, progress, lambda key, label, metric: stored)
     g.measure(url, connections=8)
     assert progress[0].startswith(f"{TEST} [default] round 1/4 (max 8) candidate (")
     assert progress[0].endswith("s elapsed)")

@@ -7,15 +7,10 @@ from pathlib import Path
 import pytest
 
 from pytest_netperf import ConfigPathError, Node, Resources, Target, Topology, gateway_topology
-from pytest_netperf.runtime.docker import (
-    DOCKER_DEFAULT_CAPABILITIES,
-    ROLE_CAPABILITIES,
-    hardening_options,
-    images_fact,
-    node_limits,
-    resources_fact,
-)
+from pytest_netperf.runtime.docker import node_limits
+from pytest_netperf.runtime.isolation import DOCKER_DEFAULT_CAPABILITIES, ROLE_CAPABILITIES, hardening_options
 from pytest_netperf.runtime.resources import CoreSplit
+from pytest_netperf.runtime.running import images_fact, resources_fact
 from pytest_netperf.topology.render.containers import container_spec, container_specs
 from pytest_netperf.topology.render.files import (
     DEFAULT_CONFIG_PATHS,

@@ -21,7 +21,7 @@ from pytest_netperf.report.failure import FailureContext, failure_text, referenc
 from pytest_netperf.report.rows import row_for_outcome
 from pytest_netperf.report.terminal import terminal_table
 from pytest_netperf.results.model import RoundResult
-from pytest_netperf.runtime.docker import Endpoint
+from pytest_netperf.runtime.endpoints import Endpoint
 from pytest_netperf.verdict.status import Status
 
 HEAD, BASE, APP = "http://10.0.0.2/", "http://10.0.1.2/", "http://10.0.0.3/"

@@ -30,11 +30,12 @@ from pytest_netperf.measure.design import (
     round_groups,
     run_side_by_side,
 )
-from pytest_netperf.measure.gate import Gate, Series
+from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
+from pytest_netperf.measure.model import Series
 from pytest_netperf.report.rows import DESIGN_FACT, describe_facts, row_for_outcome
 from pytest_netperf.results.model import NodeCosts, RoundResult, SystemCosts
-from pytest_netperf.runtime.docker import Endpoint
+from pytest_netperf.runtime.endpoints import Endpoint
 from pytest_netperf.settings import Settings
 from pytest_netperf.verdict.status import Status
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_netperf.budget.grammar import parse_budget
-from pytest_netperf.measure.gate import BudgetOutcome
+from pytest_netperf.measure.outcomes import BudgetOutcome
 from pytest_netperf.report.failure import failure_text
 from pytest_netperf.verdict.stats import Verdict
 from pytest_netperf.verdict.status import Status

@@ -1,23 +1,16 @@
-"""The HTML report: one self-contained page, verdicts first, failures open, plots inline; and
-what a headless Chromium renders of it (the table and the plots are on the screenshot)."""
+"""The HTML report: one self-contained page, verdicts first, failures open, plots inline.
+
+What a headless Chromium renders of it is tested in tests/integration/test_html_report_chromium.py."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from html.parser import HTMLParser
 from pathlib import Path
 
-import pytest
-from netperf_rounds import make_rounds
+from report_pages import FAILING, plots, rows
 
-from pytest_netperf.budget.grammar import parse_budget
-from pytest_netperf.report.html import html_report, write_html
-from pytest_netperf.report.plots import STORED_SERIES, write_plots
+from pytest_netperf.report.html import html_report
 from pytest_netperf.report.rows import ReportRow
-
-FAILING = "examples/test_gw.py::test_throughput[<nginx>]"
-PASSING = "examples/test_gw.py::test_latency"
 
 
 class Page(HTMLParser):
@@ -40,25 +33,6 @@ class Page(HTMLParser):
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
-
-
-def rows() -> list[ReportRow]:
-    return [
-        ReportRow(PASSING, "p50_added <= 1ms", "reference", "83us", "[58us, 109us]", "PASS", 4),
-        ReportRow(
-            FAILING, "rps >= 0.8x baseline", "baseline", "0.62x", "[0.58x, 0.66x]", "FAIL", 4, ["keep-alive <dropped>"]
-        ),
-        ReportRow(FAILING, "errors == 0", "absolute", "0", "[0, 0]", "PASS", 4),
-    ]
-
-
-def plots(folder: Path) -> dict[str, list[str]]:
-    series = {
-        "candidate": make_rounds(4, rps=6_200.0),
-        f"candidate ({STORED_SERIES})": make_rounds(5, rps=10_000.0),
-    }
-    budgets = [parse_budget("rps >= 0.8x baseline"), parse_budget("p99 < 2ms")]
-    return {FAILING: [str(p) for p in write_plots(folder, FAILING, series, budgets=budgets)]}
 
 
 def test_the_page_leads_with_the_verdicts_worst_first_and_opens_failures_only(tmp_path: Path) -> None:
@@ -96,50 +70,3 @@ def test_every_text_is_escaped(tmp_path: Path) -> None:
 def test_a_plot_that_cannot_be_read_is_named_not_fatal(tmp_path: Path) -> None:
     doc = html_report(rows(), {FAILING: [str(tmp_path / "gone.png")]})
     assert "gone.png not readable" in doc
-
-
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
-def test_headless_chromium_shows_the_table_and_the_plots(tmp_path: Path) -> None:
-    browser = _chromium()
-    if browser is None:
-        pytest.skip("no chromium on PATH: scripts/setup installs Debian's chromium package")
-    from PIL import Image
-
-    page = write_html(rows(), tmp_path / "report.html", plots(tmp_path / "plots"), {"machine class": "amd-epyc-2c"})
-    shot = tmp_path / "shot.png"
-    subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            f"--screenshot={shot}",
-            "--window-size=1280,1800",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
-    image = Image.open(shot).convert("RGB")
-    assert image.size == (1280, 1800)
-    pixels = image.load()
-    height = image.size[1]
-
-    def rows_with(colour: tuple[int, int, int]) -> list[int]:
-        return [y for y in range(0, height, 2) if any(pixels[x, y] == colour for x in range(0, 1280, 4))]
-
-    fail_rows = rows_with((0xFF, 0xD8, 0xD3))  # the FAIL row's background (.FAIL)
-    pass_rows = rows_with((0xDA, 0xFB, 0xE1))  # the PASS rows' background (.PASS)
-    assert fail_rows and pass_rows, "the verdict table is not on the screenshot"
-    # The plots: matplotlib's default series colours, below the table.
-    blue = [y for y in range(0, height, 2) if any(_near(pixels[x, y], (0x1F, 0x77, 0xB4)) for x in range(0, 1280, 3))]
-    assert blue and min(blue) > min(fail_rows), "no plot under the table"
-
-
-def _near(pixel: tuple[int, int, int], colour: tuple[int, int, int]) -> bool:
-    return all(abs(a - b) <= 12 for a, b in zip(pixel, colour, strict=True))

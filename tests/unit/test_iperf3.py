@@ -130,7 +130,7 @@ def test_scheme_picks_the_driver():
 def test_loss_is_pooled_over_the_datagrams_of_every_round():
     """One round losing 5% among three clean ones of the same size: 1.25% overall, within 2%."""
     from pytest_netperf.budget.grammar import Budget
-    from pytest_netperf.measure.gate import _weights
+    from pytest_netperf.measure.rounds import pooled_weights as _weights
     from pytest_netperf.verdict import stats
 
     rounds = []

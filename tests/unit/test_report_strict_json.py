@@ -14,7 +14,8 @@ from netperf_rounds import make_round
 
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.drivers.base import LoadShape
-from pytest_netperf.measure.gate import BudgetOutcome
+from pytest_netperf.measure.model import Measurement, Series
+from pytest_netperf.measure.outcomes import BudgetOutcome
 from pytest_netperf.report.json_report import strict_jsonable, write_json
 from pytest_netperf.report.rows import ReportRow, row_for_outcome
 from pytest_netperf.report.session_report import SessionReport
@@ -89,16 +90,16 @@ def test_a_real_verdict_with_an_undefined_mde_is_written_as_null(tmp_path: Path)
     verdict = stats.evaluate(budget, [100.0, 100.0, 100.0])
     assert math.isnan(verdict.mde)
     outcome = BudgetOutcome(TEST, "default", budget, verdict.status, verdict, [], "absolute")
-    candidate = SimpleNamespace(
+    candidate = Series(
         label="candidate",
         url="http://10.0.0.2:80/",
+        where="host",
+        driver="rust",
         shape=LoadShape(connections=4),
         rounds=[make_round()] * 3,
-        driver="rust",
-        where="host",
         facts={"driver cores": "0"},
     )
-    measurement = SimpleNamespace(candidate=candidate, reference=None, base=None, series=lambda: [candidate])
+    measurement = Measurement(key="default", candidate=candidate)
     gate = SimpleNamespace(test_id=TEST, measurement=lambda key: measurement)
     report = SessionReport(json_path=tmp_path / "out.json")
     report.add([row_for_outcome(outcome, gate).to_dict()], {TEST: []})  # type: ignore[arg-type]

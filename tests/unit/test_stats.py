@@ -24,7 +24,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from pytest_netperf.budget.grammar import parse_budget
-from pytest_netperf.measure.gate import BudgetOutcome
+from pytest_netperf.measure.outcomes import BudgetOutcome
 from pytest_netperf.plugin.session import _why_undecided
 from pytest_netperf.verdict.error_control import alpha_for_look, holm_adjust, planned_looks
 from pytest_netperf.verdict.sequential import Rounds, SequentialPlan, sequential_verdict

@@ -16,7 +16,7 @@ from pytest_netperf.errors import BudgetSyntaxError, CgroupError, InvalidMeasure
 from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.results.model import NodeCosts, RoundResult, SystemCosts
-from pytest_netperf.runtime.docker import Endpoint as RuntimeEndpoint
+from pytest_netperf.runtime.endpoints import Endpoint as RuntimeEndpoint
 from pytest_netperf.verdict.status import Status
 
 MIB = 2**20

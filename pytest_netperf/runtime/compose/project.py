@@ -16,7 +16,8 @@ import yaml
 
 from pytest_netperf.engine import labels as L
 from pytest_netperf.errors import ComposeFileError, ComposeUsageError
-from pytest_netperf.images.resolve import LOCAL_IMAGES, map_image
+from pytest_netperf.images.resolve import map_image
+from pytest_netperf.images.roles import LOCAL_IMAGES
 from pytest_netperf.runtime.resources import CoreSplit
 from pytest_netperf.topology.resources import Resources, memory_bytes
 

@@ -19,7 +19,8 @@ from pytest_netperf.errors import ComposeError, StackUnchanged
 from pytest_netperf.revision import BaseCheckout, changed_files, stack_inputs, unchanged
 from pytest_netperf.revision.diff import UNCHANGED
 from pytest_netperf.runtime.compose.cli import ComposeCli, find_compose
-from pytest_netperf.runtime.compose.stack import ComposeLauncher, ComposeStack, StackSpec
+from pytest_netperf.runtime.compose.launcher import ComposeLauncher, StackSpec
+from pytest_netperf.runtime.compose.stack import ComposeStack
 
 __all__ = ["ComposeStacks"]
 

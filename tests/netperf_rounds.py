@@ -80,3 +80,16 @@ def make_round(
 def make_rounds(n: int, rps: float = 10_000.0, median_ns: float = 500_000.0, seed: int = 1) -> list[RoundResult]:
     """``n`` rounds with slightly different throughput and latency."""
     return [make_round(rps=rps * (1 + 0.01 * (i % 3 - 1)), median_ns=median_ns, seed=seed + i) for i in range(n)]
+
+
+#: A machine fingerprint as a baseline stores it (the baseline and CLI tests).
+FINGERPRINT = {
+    "cpu_model": "Example CPU 3000",
+    "logical_cores": 2,
+    "kernel": "6.1.0-18-amd64",
+    "docker_version": "20.10.24",
+    "image_digests": {"nginx": "sha256:aaa"},
+    "python": "3.11.2",
+    "plugin_version": "0.1.0",
+    "driver_version": "0.1.0",
+}

@@ -12,27 +12,20 @@ import json
 import textwrap
 
 import pytest
+from pytester_helpers import json_report, netperf_args
 
 from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ComposeUnavailable, NetperfError
-from pytest_netperf.images.resolve import LOCAL_IMAGES
+from pytest_netperf.images.roles import LOCAL_IMAGES
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.compose.cli import find_compose
 
 pytestmark = pytest.mark.docker
 
-FAST = [
-    "--netperf-rounds=3",
-    "--netperf-max-rounds=3",
-    "--netperf-duration=0.5",
-    "--netperf-warmup=0.2",
-    "--netperf-max-lag=100",
-    "--netperf-image=nginx:1.27=pytest-netperf/nginx:local",
-    "-p",
-    "no:cacheprovider",
-    "-rs",
-]
+FAST = netperf_args(
+    3, 3, "0.5", "0.2", "--netperf-max-lag=100", "--netperf-image=nginx:1.27=pytest-netperf/nginx:local", "-rs"
+)
 COMPOSE = """\
 services:
   edge:
@@ -115,7 +108,7 @@ def test_gate_over_a_compose_stack_reuses_it_and_removes_it_at_session_end(
     try:
         result.stdout.fnmatch_lines(["*netperf docker topology startup:*compose:infra*"])
         assert result.ret == 0, result.stdout.str()[-3000:]
-        rows = json.loads((pytester.path / "results.json").read_text())["rows"]
+        rows = json_report(pytester)["rows"]
         assert {(r["budget"], r["verdict"]) for r in rows} == {("p50 < 200ms", "PASS"), ("error_rate <= 0%", "PASS")}
         assert {r["where"] for r in rows} == {"host"}
         assert seen["gate"].startswith(f"netperf-{seen['session']}-main-infra-")

@@ -1,0 +1,88 @@
+"""The gate's cost step: count what each judged series' entry node does per request, then judge
+the deterministic budgets on the repetitions.
+
+It runs after the timed rounds of a measurement. Each series a deterministic budget judges
+gets one cost pass (:func:`~pytest_netperf.measure.cost_pass.run_cost_pass`) with the tools
+its budgets need; a pass that cannot count leaves its reason on the series, and the budgets
+that needed it end INVALID with that reason.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional, Sequence
+
+from pytest_netperf.budget import metrics
+from pytest_netperf.budget.grammar import Budget
+from pytest_netperf.measure.cost_pass import CostPassError, CostPassPlan, cost_pass_problem, run_cost_pass
+from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
+from pytest_netperf.runtime.resources import usable_cores
+from pytest_netperf.verdict.deterministic import evaluate_repetitions
+
+
+class CountingStep:
+    """The cost passes of one test's measurements and the verdicts of its deterministic budgets."""
+
+    def __init__(
+        self,
+        test_id: str,
+        budgets: Sequence[Budget],
+        plan: CostPassPlan,
+        progress: Callable[[str], None],
+        baseline_lookup: Optional[BaselineLookup] = None,
+    ) -> None:
+        """``budgets``: the test's deterministic budgets (the others are ignored)."""
+        self.test_id = test_id
+        self.budgets = [b for b in budgets if metrics.get(b.metric).deterministic]
+        self.plan = plan
+        self._progress = progress
+        self._baseline_lookup = baseline_lookup
+
+    def tools_by_series(self, m: Measurement) -> dict[str, tuple[Series, set[str]]]:
+        """label -> (series, the counting tools its budgets need) for every series a
+        deterministic budget of ``m`` judges."""
+        wanted: dict[str, tuple[Series, set[str]]] = {}
+        for b in self.budgets:
+            if m.applies(b):
+                for series in m.judged(b):
+                    wanted.setdefault(series.label, (series, set()))[1].add(metrics.tool_of(b.metric))
+        return wanted
+
+    def prepare(self, m: Measurement) -> None:
+        """Before any load: every series that will be counted has its cost image (built now)."""
+        for series, _ in self.tools_by_series(m).values():
+            if series.tracer is not None and not cost_pass_problem(series.url, series.tracer, series.driver):
+                series.tracer.prepare()
+
+    def run(self, m: Measurement) -> None:
+        """Count every judged series, then judge the deterministic budgets into ``m.verdicts``."""
+        for series, tools in self.tools_by_series(m).values():
+            self._count(m, series, sorted(tools))
+        for b in self.budgets:
+            if not m.applies(b) or m.data_problem(b):
+                continue  # INVALID: decided with the outcomes
+            candidate, against = m.judged_values(b, self._baseline_lookup)
+            if b.comparison == "baseline" and against is None:
+                continue  # NEW: decided with the outcomes
+            m.verdicts[b.text] = evaluate_repetitions(b, candidate, against if b.form == "ratio" else None)
+
+    def _count(self, m: Measurement, series: Series, tools: list[str]) -> None:
+        series.trace_error = cost_pass_problem(series.url, series.tracer, series.driver)
+        if series.trace_error or series.tracer is None or series.driver_instance is None:
+            return
+        self._progress(f"{self.test_id} [{m.key}] {series.label}: cost pass ({', '.join(tools)})")
+        try:
+            counted = run_cost_pass(
+                series.tracer,
+                tools,
+                series.driver_instance.run,
+                series.url,
+                series.shape,
+                self.plan,
+                self._progress,
+                parallel=len(usable_cores()) > 1,
+            )
+        except CostPassError as exc:
+            series.trace_error = str(exc)
+            return
+        for tool, cost in counted.items():
+            series.traced.setdefault(tool, {})[cost.node] = cost

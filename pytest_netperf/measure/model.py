@@ -1,0 +1,170 @@
+"""The measurement model: the series of rounds a test measured, and which series a budget judges.
+
+A :class:`Measurement` is one ``measure()`` or ``compare()`` call: the candidate's
+:class:`Series`, the same-run reference's, and the base revision's twin. Which of them a
+budget compares the candidate with is answered in one place, :meth:`Measurement.judged_series`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from pytest_netperf.budget import metrics
+from pytest_netperf.budget.grammar import Budget
+from pytest_netperf.budget.metrics import metric_value
+from pytest_netperf.drivers.base import Driver, LoadShape
+from pytest_netperf.errors import NetperfError
+from pytest_netperf.measure.contention import both_sides_starved
+from pytest_netperf.measure.cost_pass import Tracer
+from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS
+from pytest_netperf.measure.endpoint import WireCounter
+from pytest_netperf.measure.system_costs import CostProbe
+from pytest_netperf.measure.validity import samples_problem
+from pytest_netperf.results.model import RoundResult
+from pytest_netperf.results.traced import MarginalCost
+from pytest_netperf.verdict import stats
+
+#: Reads a stored baseline's per-round values: (measurement key, series label, metric) -> values or None.
+BaselineLookup = Callable[[str, str, str], Optional[list[float]]]
+
+#: The label of the base revision's twin series (``--netperf-base``) and of what its budgets were judged against.
+BASE_LABEL = "base"
+
+
+def series_name(measurement_key: str, label: str) -> str:
+    """Name of a measured series in baselines and plots (``candidate``, ``hops=3/reference``)."""
+    return label if measurement_key == "default" else f"{measurement_key}/{label}"
+
+
+@dataclass
+class Series:
+    """All rounds of one target within one measurement."""
+
+    label: str
+    url: str
+    where: str
+    driver: str
+    shape: LoadShape
+    rounds: list[RoundResult] = field(default_factory=list)
+    #: Image -> digest of the containers behind the target (empty for a plain URL).
+    images: dict[str, str] = field(default_factory=dict)
+    #: The driver that measures this series.
+    driver_instance: Optional[Driver] = None
+    #: Says why the target may no longer be measured (its topology is gone), or None.
+    guard: Optional[Callable[[], Optional[str]]] = None
+    #: What the report prints with the rows of this series: the target's own facts
+    #: (``images``, ``resources``) and the gate's (``driver cores`` when the driver is pinned).
+    facts: dict[str, str] = field(default_factory=dict)
+    #: Reads what the target's system under test spends per round (None for a plain URL).
+    costs: Optional[CostProbe] = None
+    #: Reads the server interface's packet counters around each L4 round (None: not counted).
+    wire: Optional[WireCounter] = None
+    #: Why each kept round whose driver was saturated was the stack's doing (see measure/contention.py).
+    starved: list[str] = field(default_factory=list)
+    #: Runs the target's entry node under a counting tool (the cost pass); None: it cannot.
+    tracer: Optional[Tracer] = None
+    #: tool -> node -> cost per request the cost pass counted (``instructions``, ``syscalls``)
+    traced: dict[str, dict[str, MarginalCost]] = field(default_factory=dict)
+    #: Why the cost pass of this series could not count (its budgets are INVALID), or "".
+    trace_error: str = ""
+
+    def values(self, metric: str) -> list[float]:
+        """Per-round values of ``metric``; per-repetition values of a deterministic cost."""
+        if metrics.get(metric).deterministic:
+            if self.trace_error:
+                raise metrics.MetricUnavailable(f"{metric}: the cost pass could not count: {self.trace_error}")
+            return metrics.traced_values(metric, self.traced.get(metrics.tool_of(metric), {}))
+        return [metric_value(r, metric) for r in self.rounds]
+
+    def driver_or_fail(self, where: str = "") -> Driver:
+        """The series' driver; NetperfError for a series rebuilt from a record (it measures nothing)."""
+        if self.driver_instance is None:
+            raise NetperfError(f"{where or self.label}: this series has no driver to measure with")
+        return self.driver_instance
+
+
+@dataclass
+class Measurement:
+    """One ``measure()`` or ``compare()`` call of a test."""
+
+    key: str
+    candidate: Series
+    reference: Optional[Series] = None
+    hops: Optional[int] = None
+    verdicts: dict[str, stats.Verdict] = field(default_factory=dict)
+    invalid_reason: Optional[str] = None
+    #: The candidate's twin at the base revision (``--netperf-base``), measured in the same
+    #: interleaved rounds; budgets against the baseline are judged on these pairs.
+    base: Optional[Series] = None
+    #: Why the candidate has no twin at the base revision (its stack is not there): the
+    #: budgets against the baseline are NEW with this note.
+    base_note: str = ""
+    #: Why the candidate's twin at the base revision could not be measured (its stack failed
+    #: to start, with its log): the budgets against the baseline are INVALID, never PASS.
+    base_error: str = ""
+    #: The series loaded together in each round (measure/design.py): one group per series when
+    #: they alternate (ABBA over the groups); empty until the rounds are planned.
+    groups: list[list[Series]] = field(default_factory=list)
+    #: Why series alternated although the settings asked for simultaneous rounds ("" when not).
+    design_note: str = ""
+
+    def series(self) -> list[Series]:
+        """Candidate first, then the reference and the base twin when there are any."""
+        return [s for s in (self.candidate, self.reference, self.base) if s is not None]
+
+    def judged_series(self, budget: Budget) -> Optional[Series]:
+        """The series of this run ``budget`` compares the candidate with: the reference, the
+        base revision's twin, or None (an absolute budget, or a stored baseline)."""
+        if budget.comparison == "reference":
+            return self.reference
+        if budget.comparison == "baseline":
+            return self.base
+        return None
+
+    def judged(self, budget: Budget) -> list[Series]:
+        """The candidate, then what ``budget`` compares it with when that was measured in this run."""
+        other = self.judged_series(budget)
+        return [self.candidate] if other is None else [self.candidate, other]
+
+    def applies(self, budget: Budget) -> bool:
+        """Whether ``budget`` is judged on this measurement (a reference budget needs a
+        reference; a per-hop budget needs hops)."""
+        if budget.comparison == "reference" and self.reference is None:
+            return False
+        return not (budget.per_hop and not self.hops)
+
+    @property
+    def design(self) -> str:
+        """``simultaneous`` when any series were loaded together, else ``alternate``."""
+        return SIMULTANEOUS if any(len(group) > 1 for group in self.groups) else ALTERNATE
+
+    def data_problem(self, budget: Budget) -> Optional[str]:
+        """Why ``budget`` has no data to be judged on (too few samples, no costs, both sides'
+        drivers starved), or None."""
+        other = self.judged_series(budget)
+        if other is not None and self.candidate.starved and other.starved:
+            return both_sides_starved(self.candidate.label, other.label)
+        for series in self.judged(budget):
+            problem = samples_problem(series.rounds, budget.metric)
+            if problem:
+                return f"{series.label}: {problem}"
+            try:
+                series.values(budget.metric)
+            except KeyError as exc:  # metrics.MetricUnavailable
+                return f"{series.label}: {exc}"
+        return None
+
+    def judged_values(
+        self, budget: Budget, baseline_lookup: Optional[BaselineLookup] = None
+    ) -> tuple[list[float], Optional[list[float]]]:
+        """The candidate's values of ``budget``'s metric and what they are compared with: the
+        values of :meth:`judged_series` when it was measured in this run, else a stored
+        baseline's (None when there is none, or for an absolute budget)."""
+        candidate = self.candidate.values(budget.metric)
+        other = self.judged_series(budget)
+        if other is not None:
+            return candidate, other.values(budget.metric)
+        if budget.comparison == "baseline" and baseline_lookup is not None and not (self.base_note or self.base_error):
+            return candidate, baseline_lookup(self.key, "candidate", budget.metric)
+        return candidate, None

@@ -1,0 +1,219 @@
+"""The timed-rounds pass: a measurement's series driven in interleaved rounds until its budgets are decided.
+
+Rounds go R C C R … (ABBA over the groups of series loaded together); a round whose driver
+was saturated is measured again. After each batch of rounds the timed budgets are judged
+(:func:`~pytest_netperf.verdict.sequential.run_sequential`) and more rounds are added while
+one is INCONCLUSIVE, up to the maximum.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Callable, Optional, Sequence
+
+from pytest_netperf.budget import metrics
+from pytest_netperf.budget.grammar import Budget
+from pytest_netperf.errors import DriverError, InvalidMeasurement
+from pytest_netperf.measure.contention import shared_cores, starved_by_stack
+from pytest_netperf.measure.design import run_side_by_side
+from pytest_netperf.measure.gate_settings import GateSettings
+from pytest_netperf.measure.load_options import round_seed
+from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
+from pytest_netperf.measure.system_costs import run_with_costs
+from pytest_netperf.measure.validity import saturation_problem
+from pytest_netperf.measure.wire_counts import run_with_wire
+from pytest_netperf.results.model import RoundResult
+from pytest_netperf.verdict import stats
+from pytest_netperf.verdict.error_control import alpha_for_look
+from pytest_netperf.verdict.sequential import SequentialPlan, run_sequential
+
+ProgressFn = Callable[[str], None]
+
+
+def round_plan(settings: GateSettings, rounds: Optional[int] = None) -> SequentialPlan:
+    """The sequential plan of ``settings``; ``rounds`` fixes the count (one look)."""
+    if rounds is not None:
+        return SequentialPlan.fixed(rounds)
+    return SequentialPlan(settings.rounds_min, settings.rounds_max, settings.round_batch)
+
+
+def pooled_weights(metric: str, rounds: Sequence[RoundResult]) -> Optional[list[float]]:
+    """What ``metric``, a fraction, is a share of in each round (so the rounds are pooled), or None."""
+    weight = metrics.get(metric).weight
+    return None if weight is None else [weight(r) for r in rounds]
+
+
+class _SaturatedTogether(Exception):
+    """A round of series loaded together saturated a driver on every attempt (the text says which)."""
+
+
+class TimedRounds:
+    """Runs the rounds of a test's measurements and judges its timed budgets on them."""
+
+    def __init__(
+        self,
+        test_id: str,
+        settings: GateSettings,
+        budgets: Sequence[Budget],
+        *,
+        read_costs: bool,
+        baseline_lookup: Optional[BaselineLookup],
+        progress: ProgressFn,
+        notes: list[str],
+        started: float,
+    ) -> None:
+        """``budgets``: the timed budgets (judged on rounds); ``read_costs``: read what the
+        system under test spends around each round; ``notes``: the test's notes, to which a
+        round measured again adds why."""
+        self.test_id = test_id
+        self.settings = settings
+        self.budgets = list(budgets)
+        self.read_costs = read_costs
+        self._baseline_lookup = baseline_lookup
+        self._progress = progress
+        self._notes = notes
+        self._started = started
+
+    def run(self, m: Measurement, rounds: Optional[int] = None) -> None:
+        """The sequential procedure over interleaved rounds of ``m``; leaves the verdicts in ``m.verdicts``."""
+        plan = round_plan(self.settings, rounds)
+        if not m.groups:
+            m.groups = [[s] for s in m.series()]
+
+        def measure_more(k: int) -> None:
+            done = len(m.candidate.rounds)
+            for i in range(done, done + k):
+                order = m.groups if i % 2 else list(reversed(m.groups))
+                for group in order:  # R C, C R, R C … (ABBA); a group's series at once
+                    try:
+                        self._run_group(m, group, i, done + k, plan.max_rounds)
+                    except _SaturatedTogether as exc:
+                        # e.g. a head that burns CPU starves its base twin's driver as well: from
+                        # here on each side alone, as the alternating design measures it
+                        m.groups = [[s] for s in m.series()]
+                        m.design_note = (
+                            f"measured in alternating rounds from round {i + 1}: loaded at once, the load "
+                            f"drivers were saturated in {self.settings.saturated_retries + 1} attempts ({exc})"
+                        )
+                        for series in group:
+                            self._run_group(m, [series], i, done + k, plan.max_rounds)
+
+        def more(undecided: list[str], total: int) -> None:
+            self._progress(
+                f"{self.test_id} [{m.key}] inconclusive ({', '.join(undecided)}) after {len(m.candidate.rounds)} "
+                f"rounds: measuring up to {total} (max {plan.max_rounds}), {self._elapsed()}"
+            )
+
+        m.verdicts = dict(
+            run_sequential(plan, measure_more, lambda look, looks: self.verdicts(m, look, looks, plan.max_rounds), more)
+        )
+
+    def verdicts(
+        self, m: Measurement, look: int, looks: int, max_rounds: Optional[int] = None
+    ) -> dict[str, stats.Verdict]:
+        """The timed budgets of ``m`` judged on the rounds so far, at look ``look`` of ``looks``
+        (Holm-corrected within the look); budgets without data or baseline are left out."""
+        out: dict[str, stats.Verdict] = {}
+        for b in self.budgets:
+            if not m.applies(b) or m.data_problem(b):
+                continue  # INVALID: decided in finish()
+            candidate, against = m.judged_values(b, self._baseline_lookup)
+            if b.comparison == "baseline" and against is None:
+                continue  # NEW: decided in finish()
+            paired = m.judged_series(b) is not None  # measured in the same interleaved rounds
+            out[b.text] = stats.evaluate(
+                replace(b, comparison="reference") if paired else b,
+                candidate,
+                reference=against if paired else None,
+                baseline=None if paired else against,
+                confidence=self.settings.confidence,
+                looks=looks,
+                look_index=look,
+                hops=m.hops if b.per_hop else None,
+                attempts=pooled_weights(b.metric, m.candidate.rounds),
+                max_rounds=max_rounds,
+            )
+        if len(out) > 1:
+            # the same Holm correction as finish(), at this look's level: a FAIL that stops the
+            # rounds early must survive the final correction, else it would end INCONCLUSIVE
+            # with rounds left unmeasured
+            level = alpha_for_look(1.0 - self.settings.confidence, look, looks)
+            out = dict(zip(out, stats.apply_holm(list(out.values()), level), strict=True))
+        return out
+
+    def _elapsed(self) -> str:
+        return f"{time.monotonic() - self._started:.0f}s elapsed"
+
+    def _run_group(
+        self, m: Measurement, group: Sequence[Series], index: int, total: int, most: Optional[int] = None
+    ) -> None:
+        """Round ``index + 1`` of every series of ``group`` (of ``total`` planned so far, at most
+        ``most``), loaded at the same moment when the group has more than one series.
+
+        A round whose driver was saturated is measured again (the whole group, so the sides stay
+        simultaneous); when every attempt saturated and the stack under test held the shared
+        cores each time, the round is kept with a note, else the measurement is INVALID."""
+        cap = f" (max {most})" if most is not None and most > total else ""
+        labels = " + ".join(s.label for s in group)
+        self._progress(
+            f"{self.test_id} [{m.key}] round {index + 1}/{total}{cap} {labels} "
+            f"({group[0].shape.describe()}, {self._elapsed()})"
+        )
+        wheres = {id(s): f"{s.label} {s.url} (round {index + 1})" for s in group}
+        for series in group:
+            problem = series.guard() if series.guard is not None else None
+            if problem:
+                raise InvalidMeasurement(f"{wheres[id(series)]}: {problem}; no load was sent")
+        tasks = [self._round_task(s, wheres[id(s)]) for s in group]
+        held_every_time = {id(s): True for s in group}
+        results: list[RoundResult] = []
+        for attempt in range(self.settings.saturated_retries + 1):
+            results = run_side_by_side(tasks)
+            saturated = [(s, r, p) for s, r in zip(group, results, strict=True) if (p := saturation_problem(r))]
+            if not saturated:
+                break
+            held = {id(s): starved_by_stack(r, shared_cores(s.driver_or_fail())) for s, r, _ in saturated}
+            for series, _, _ in saturated:
+                held_every_time[id(series)] = held_every_time[id(series)] and held[id(series)] is not None
+            if attempt == self.settings.saturated_retries:
+                if len(group) > 1:  # loaded together they starve each other's drivers: one at a time
+                    raise _SaturatedTogether("; ".join(f"{s.label}: {p}" for s, _, p in saturated))
+                for series, _, problem in saturated:
+                    if not held_every_time[id(series)]:
+                        tries = f" in {attempt + 1} attempts" if attempt else ""
+                        raise InvalidMeasurement(f"{wheres[id(series)]}: {problem}{tries}")
+                for series, _, _ in saturated:  # the stack under test kept the driver's CPUs: what it measured
+                    series.starved.append(held[id(series)] or "")
+                break
+            for series, _, problem in saturated:
+                where = wheres[id(series)]
+                self._notes.append(f"{where} measured again: {problem}")
+                self._progress(f"{self.test_id} [{m.key}] {where} measured again: {problem}")
+        for series, result in zip(group, results, strict=True):
+            gone = series.guard() if series.guard is not None else None
+            if gone:  # vanished during the round: what answered may not have been the target
+                raise InvalidMeasurement(f"{wheres[id(series)]}: {gone} (during the round)")
+            series.rounds.append(result)
+
+    def _round_task(self, series: Series, where: str) -> Callable[[], RoundResult]:
+        """One attempt at a round of ``series``: the driver's run with the wire and cost counters around it."""
+        shape = series.shape
+        if series.rounds:  # warm already: the new connections only need to settle
+            shape = replace(shape, warmup_s=min(shape.warmup_s, self.settings.round_warmup_s))
+        if shape.rate and shape.arrival == "poisson":  # read by the Rust driver (--seed)
+            shape = replace(shape, extra={**shape.extra, "seed": round_seed(series.label, len(series.rounds))})
+        driver = series.driver_or_fail(where)
+
+        def drive() -> RoundResult:
+            started_at = time.time()
+            try:
+                result = driver.run(series.url, shape)
+            except DriverError as exc:
+                raise InvalidMeasurement(f"{series.label} {series.url}: {exc}") from exc
+            return replace(result, started_at=started_at)
+
+        def run() -> RoundResult:
+            return run_with_wire(drive, series.wire, self._notes)
+
+        return lambda: run_with_costs(run, series.costs, where, self.read_costs, self._notes)

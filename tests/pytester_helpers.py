@@ -1,0 +1,27 @@
+"""Scaffolds of the pytester runs shared by tests/plugin/ and tests/integration/ (see tests/README.md)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+
+def netperf_args(rounds: int, max_rounds: int, duration: str, warmup: str, *more: str) -> list[str]:
+    """The options of a short netperf run in a pytester subprocess: ``rounds`` to ``max_rounds``
+    rounds of ``duration`` seconds after ``warmup`` seconds, then ``more``, with pytest's cache
+    plugin off (a run must not leave .pytest_cache in the test's folder)."""
+    return [
+        f"--netperf-rounds={rounds}",
+        f"--netperf-max-rounds={max_rounds}",
+        f"--netperf-duration={duration}",
+        f"--netperf-warmup={warmup}",
+        *more,
+        "-p",
+        "no:cacheprovider",
+    ]
+
+
+def json_report(pytester: pytest.Pytester, name: str = "results.json") -> dict:
+    """The JSON report (``--netperf-json=name``) the run wrote in the pytester folder."""
+    return json.loads((pytester.path / name).read_text())
