@@ -5,6 +5,6 @@ whole surface. Measuring, judging and reporting live in the core packages.
 """
 
 from pytest_netperf.plugin.fixtures import netperf
-from pytest_netperf.plugin.hooks import pytest_addoption, pytest_configure
+from pytest_netperf.plugin.hooks import pytest_addhooks, pytest_addoption, pytest_configure
 
-__all__ = ["netperf", "pytest_addoption", "pytest_configure"]
+__all__ = ["netperf", "pytest_addhooks", "pytest_addoption", "pytest_configure"]

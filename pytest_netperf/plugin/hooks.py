@@ -1,4 +1,5 @@
-"""The plugin's entry hooks: the options, and the session object made at configure time.
+"""The plugin's entry hooks: its own hook declarations, the options, and the session object
+made at configure time.
 
 Everything else the plugin does lives in :class:`~pytest_netperf.plugin.session.NetperfPlugin`
 (registered here) and in the fixture modules registered beside it.
@@ -12,6 +13,13 @@ from pytest_netperf.plugin import base_fixtures, compose_fixtures, docker_fixtur
 from pytest_netperf.plugin.markers import MARKER_HELP
 from pytest_netperf.plugin.options import add_options, image_overrides, settings_from_config
 from pytest_netperf.plugin.session import PLUGIN_NAME, SESSION_KEY, NetperfPlugin
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Declare the hooks a conftest or plugin may implement (:mod:`~pytest_netperf.plugin.hookspec`)."""
+    from pytest_netperf.plugin import hookspec
+
+    pluginmanager.add_hookspecs(hookspec)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

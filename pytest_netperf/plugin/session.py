@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import inspect
 import time
-import types
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Generator, Iterator, Optional
@@ -19,7 +18,6 @@ import pytest
 
 from pytest_netperf.baseline.fingerprint import machine_fingerprint
 from pytest_netperf.baseline.machine import machine_class as class_of
-from pytest_netperf.baseline.machine import resolve_class
 from pytest_netperf.baseline.model import Baseline
 from pytest_netperf.baseline.policy import BaselinePolicy, note_written_baseline
 from pytest_netperf.baseline.store import BaselineStore
@@ -34,10 +32,13 @@ from pytest_netperf.errors import (
     NetperfError,
     RevisionError,
 )
-from pytest_netperf.measure.gate import BudgetOutcome, DriverFactory, Gate
+from pytest_netperf.measure.gate import DriverFactory, Gate
+from pytest_netperf.measure.outcomes import BudgetOutcome
 from pytest_netperf.plugin.markers import MARKER, MarkerOptions, marker_budgets, marker_options
+from pytest_netperf.plugin.notices import NetperfInconclusiveWarning, record_warning
 from pytest_netperf.plugin.skips import UnchangedSkip
-from pytest_netperf.plugin.tracebacks import cut_plugin_frames, plain_message
+from pytest_netperf.plugin.tracebacks import cut_plugin_frames, plain_message, raised_within
+from pytest_netperf.plugin.user_hooks import run_machine_class, user_facts
 from pytest_netperf.report.aa_control import noise_floor_note
 from pytest_netperf.report.failure import FailureContext, failure_text, reference_names
 from pytest_netperf.report.rows import invalid_rows, measurement_summary, row_for_outcome
@@ -65,42 +66,10 @@ _FRAMEWORK_DIRS = (_PYTEST_DIR, Path(inspect.getfile(pluggy)).resolve().parent)
 CI_PROGRESS_INTERVAL_S = 30.0
 
 
-class NetperfInconclusiveWarning(UserWarning):
-    """A budget stayed INCONCLUSIVE (undecided after the maximum rounds, or undecidable on
-    this runner) without failing the test under the INCONCLUSIVE policy."""
-
-
-class NetperfWriteWarning(UserWarning):
-    """A report, plot, pending result or noise floor could not be written (verdicts stand)."""
-
-
 def _why_undecided(outcome: BudgetOutcome) -> str:
     """Why an INCONCLUSIVE outcome stayed undecided, for its warning."""
     verdict = outcome.verdict
     return verdict.undecidable if verdict is not None and verdict.undecidable else "undecided after the maximum rounds"
-
-
-def record_warning(config: pytest.Config, message: str, item: Optional[pytest.Item] = None) -> None:
-    """Show ``message`` as a pytest warning (the warnings summary) without raising it.
-
-    Recorded through ``pytest_warning_recorded`` rather than ``warnings.warn``, so that
-    ``-W error`` cannot turn a file that could not be written into a failed test or a
-    crashed terminal summary: such a file never changes a verdict.
-    """
-    filename, lineno = __file__, 0
-    if item is not None:
-        path, line, _ = item.location
-        filename, lineno = str(config.rootpath / path), (line or 0) + 1
-    warning = NetperfWriteWarning(f"netperf: {message}")
-    record = warnings.WarningMessage(warning, NetperfWriteWarning, filename, lineno)
-    config.hook.pytest_warning_recorded.call_historic(
-        kwargs={
-            "warning_message": record,
-            "when": "runtest",
-            "nodeid": item.nodeid if item is not None else "",
-            "location": None,
-        }
-    )
 
 
 def session_of(config: pytest.Config) -> NetperfPlugin:
@@ -123,9 +92,11 @@ class NetperfPlugin:
         self.images = images
         html_path = settings.html_path or (Path(settings.report_dir) / HTML_NAME if settings.report_dir else None)
         self.report = SessionReport(settings.json_path, settings.markdown_path, html_path)
-        #: The machine class whose baselines this run reads and writes (``--netperf-machine-class``).
-        self.machine_class = resolve_class(settings.machine_class or None)
+        #: The machine class whose baselines this run reads and writes (``--netperf-machine-class``,
+        #: the ``pytest_netperf_machine_class`` hook, the ini key, or derived: :func:`run_machine_class`).
+        self.machine_class = run_machine_class(config, settings)
         self.report.machine_class = self.machine_class
+        self.report.amend_json = self._amend_json
         self.store = BaselineStore(Path(settings.baseline_dir), self.machine_class)
         self.baselines = BaselinePolicy(self.store, settings.fingerprint_mismatch, settings.update_baseline)
         #: The load driver's cores (a cpuset) or None (not pinned): ``--netperf-driver-cpus``.
@@ -266,7 +237,10 @@ class NetperfPlugin:
             invalid = exc.reason
         if invalid is not None:
             item.stash[STASH_INVALID] = invalid
-            pytest.fail(f"INVALID measurement (no verdict): {invalid}", pytrace=False)
+            gate = item.stash.get(STASH_GATE, None)
+            refused = self._user_facts(item, gate) if gate is not None else None
+            more = f"\n{refused}" if refused else ""
+            pytest.fail(f"INVALID measurement (no verdict): {invalid}{more}", pytrace=False)
         problem: Optional[str] = None
         try:
             self._judge(item)
@@ -298,6 +272,7 @@ class NetperfPlugin:
             gate.notes.extend(self.baselines.fingerprint_notes(baseline, gate.image_digests(), images_only=True))
         outcomes = gate.finish()
         item.stash[STASH_OUTCOMES] = outcomes
+        refused = self._user_facts(item, gate)  # before the rows are made (pytest_runtest_makereport)
         not_written: Optional[BaselineError] = None
         try:
             written = self._record(item, gate)
@@ -309,14 +284,28 @@ class NetperfPlugin:
             item.user_properties.append((f"netperf:{outcome.budget.text}", str(outcome.status)))
         policy = gate.settings.inconclusive
         message = failure_text(outcomes, policy, self._failure_context(gate, baseline, written))
+        problems = "".join(f"\n{p}" for p in (not_written, refused) if p)
         if message:
-            pytest.fail(message + (f"\n{not_written}" if not_written else ""), pytrace=False)
+            pytest.fail(message + problems, pytrace=False)
+        if refused:  # with the baseline not written, when it was not
+            raise NetperfError(problems.lstrip("\n"))
         if not_written is not None:
             raise not_written
         undecided = [o for o in outcomes if o.status is Status.INCONCLUSIVE]
         if undecided and policy != "pass":  # the undecided budgets that did not fail the test
             texts = "; ".join(f"'{o.budget.text}' [{o.measurement}]: {_why_undecided(o)}" for o in undecided)
             warnings.warn(NetperfInconclusiveWarning(f"{item.nodeid}: inconclusive: {texts}"), stacklevel=1)
+
+    def _user_facts(self, item: pytest.Item, gate: Gate) -> Optional[str]:
+        """The ``pytest_netperf_row_facts`` hook's facts on the gate's series (see :func:`user_facts`)."""
+        return user_facts(self.config, item, gate, lambda message: record_warning(self.config, message, item))
+
+    def _amend_json(self, document: dict[str, Any]) -> None:
+        """Let the ``pytest_netperf_json_report`` hook add to the JSON report before it is written."""
+        try:
+            self.config.hook.pytest_netperf_json_report(config=self.config, document=document)
+        except Exception as exc:  # the report is not written; the warning names the hook
+            raise NetperfError(f"the pytest_netperf_json_report hook raised {type(exc).__name__}: {exc}") from exc
 
     def _failure_context(self, gate: Gate, baseline: Optional[Baseline], written: Optional[Path]) -> FailureContext:
         """What a failing gate's text names besides the verdicts: the references, the round
@@ -330,6 +319,7 @@ class NetperfPlugin:
             rounds_max=gate.settings.rounds_max,
             reports=reports,
             baseline_written=written is not None,
+            measurements=gate.measurements,
         )
 
     def _record(self, item: pytest.Item, gate: Gate) -> Optional[Path]:
@@ -471,23 +461,9 @@ def _netperf_skip_reason(call: pytest.CallInfo[None]) -> Optional[str]:
         return None
     if isinstance(excinfo.value, UnchangedSkip):
         return None  # asked for by --netperf-base-skip-unchanged
-    frames: list[types.FrameType] = []
-    tb: Optional[types.TracebackType] = excinfo.tb
-    while tb is not None:
-        frames.append(tb.tb_frame)
-        tb = tb.tb_next
-    # The frame that called pytest.skip: the innermost one outside pytest itself.
-    caller = next((f for f in reversed(frames) if not _is_within(f.f_code.co_filename, _PYTEST_DIR)), None)
-    if caller is None or not _is_within(caller.f_code.co_filename, _PACKAGE_DIR):
+    if not raised_within(excinfo.tb, _PACKAGE_DIR, _PYTEST_DIR):
         return None
     return str(excinfo.value.msg or "skipped")
-
-
-def _is_within(filename: str, directory: Path) -> bool:
-    try:
-        return Path(filename).resolve().is_relative_to(directory)
-    except (OSError, ValueError):
-        return False
 
 
 def _reason(exc: BaseException) -> str:

@@ -48,3 +48,14 @@ def plain_message(exc: BaseException) -> str:
     name = type(exc).__name__
     text = str(exc)
     return f"{name}: {text}" if text else name
+
+
+def raised_within(tb: Optional[TracebackType], directory: Path, framework_dir: Path) -> bool:
+    """Whether the innermost frame of ``tb`` outside ``framework_dir`` (pytest's own code: the
+    frame that called ``pytest.skip``, say) is code of ``directory``."""
+    frames = []
+    while tb is not None:
+        frames.append(tb.tb_frame)
+        tb = tb.tb_next
+    caller = next((f for f in reversed(frames) if not _within(f.f_code.co_filename, (framework_dir,))), None)
+    return caller is not None and _within(caller.f_code.co_filename, (directory,))
