@@ -89,16 +89,16 @@ UDP_PAYLOAD_BYTES = 1472
 UDP_MIN_SENT_SHARE = 0.95
 #: Largest payload= of an L4 round (bytes per request, write or datagram).
 MAX_PAYLOAD_BYTES = 65536
-#: The cost pass (instructions and system calls per request): the two exact request counts
+#: The counting pass (instructions and system calls per request): the two exact request counts
 #: whose difference each repetition measures (start-up and shut-down cancel), how often the
 #: pair is repeated (their range is the verdict's tolerance), and the time bound of one
-#: traced run (start under the tracer, the requests, the stop).
-COST_PASS_REQUESTS = 1000
-#: The smaller count of a cost pass, as a share of COST_PASS_REQUESTS.
-COST_PASS_LOW_SHARE = 0.2
-COST_PASS_REPETITIONS = 3
-COST_PASS_TIME_LIMIT_S = 300.0
-#: A deterministic budget whose threshold lies inside the range of the repetitions is PASS
+#: counted run (start under its counting tool, the requests, the stop).
+COUNTING_REQUESTS = 1000
+#: The smaller count of a counting pass, as a share of COUNTING_REQUESTS.
+COUNTING_LOW_SHARE = 0.2
+COUNTING_REPETITIONS = 3
+COUNTING_TIME_LIMIT_S = 300.0
+#: A counted budget whose threshold lies inside the range of the repetitions is PASS
 #: when that range (relative to the value) is narrower than this: the count cannot resolve a
 #: smaller change (an occasional timer call in a run moves system calls per request by 0.2%).
-DETERMINISTIC_RESOLUTION = 0.01
+COUNTED_RESOLUTION = 0.01

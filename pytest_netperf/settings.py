@@ -56,12 +56,12 @@ SETTING_HELP: dict[str, str] = {
     "base twin at a fixed rate, each on containers of its own; alternate otherwise), alternate (one side at a "
     "time, ABBA rounds) or simultaneous (every side loaded at once by its own driver process; sides on the same "
     f"containers with a cost budget, and the Locust driver, alternate) (default {defaults.DESIGN})",
-    "cost_requests": "cost pass (instructions_per_request, syscalls_per_request budgets): requests of its larger "
-    f"exact count; the smaller is a fifth of it (default {defaults.COST_PASS_REQUESTS})",
-    "cost_repetitions": "cost pass: times the pair of counts is repeated; their range is the verdict's "
-    f"tolerance (default {defaults.COST_PASS_REPETITIONS})",
-    "cost_time_limit_s": "cost pass: seconds one traced run may take (start under the tracer, the requests, "
-    f"the stop); a run over it is INVALID (default {defaults.COST_PASS_TIME_LIMIT_S:g})",
+    "counting_requests": "counting pass (instructions_per_request, syscalls_per_request budgets): requests of its "
+    f"larger exact count; the smaller is a fifth of it (default {defaults.COUNTING_REQUESTS})",
+    "counting_repetitions": "counting pass: times the pair of counts is repeated; their range is the verdict's "
+    f"tolerance (default {defaults.COUNTING_REPETITIONS})",
+    "counting_time_limit_s": "counting pass: seconds one counted run may take (start under its counting tool, "
+    f"the requests, the stop); a run over it is INVALID (default {defaults.COUNTING_TIME_LIMIT_S:g})",
     "fingerprint_mismatch": "when this test's stored baseline is of another machine class only: new (not used, "
     "the budgets are NEW), warn (judge against it with a warning) or fail; default "
     f"{defaults.FINGERPRINT_MISMATCH}. Within the class, a changed kernel, version or image warns (fail: fails)",
@@ -153,12 +153,16 @@ class Settings(GateSettings):
         if self.saturated_retries < 0:
             raise SettingError("saturated_retries", f"saturated_retries must be >= 0 (got {self.saturated_retries})")
         check_durations(self.round_duration_s, self.warmup_s)
-        if self.cost_requests < 10:
-            raise SettingError("cost_requests", f"cost_requests must be >= 10 (got {self.cost_requests})")
-        if self.cost_repetitions < 1:
-            raise SettingError("cost_repetitions", f"cost_repetitions must be >= 1 (got {self.cost_repetitions})")
-        if not self.cost_time_limit_s > 0:
-            raise SettingError("cost_time_limit_s", f"cost_time_limit_s must be > 0 (got {self.cost_time_limit_s:g})")
+        if self.counting_requests < 10:
+            raise SettingError("counting_requests", f"counting_requests must be >= 10 (got {self.counting_requests})")
+        if self.counting_repetitions < 1:
+            raise SettingError(
+                "counting_repetitions", f"counting_repetitions must be >= 1 (got {self.counting_repetitions})"
+            )
+        if not self.counting_time_limit_s > 0:
+            raise SettingError(
+                "counting_time_limit_s", f"counting_time_limit_s must be > 0 (got {self.counting_time_limit_s:g})"
+            )
         check_durations(self.round_duration_s, self.round_warmup_s)
         if not 0.5 <= self.confidence < 1.0:
             raise ValueError(f"confidence must be in [0.5, 1) (got {self.confidence:g}); e.g. 0.95")

@@ -22,8 +22,8 @@ from pytest_netperf.baseline import schema
 from pytest_netperf.baseline.schema import FORMAT_VERSION
 from pytest_netperf.budget import metrics
 from pytest_netperf.errors import BaselineError
+from pytest_netperf.results.counted import CountedCost
 from pytest_netperf.results.model import RoundResult
-from pytest_netperf.results.traced import MarginalCost
 
 __all__ = ["FORMAT_VERSION", "Baseline", "SeriesRecord", "dumps", "git_commit", "loads"]
 
@@ -36,8 +36,8 @@ class SeriesRecord:
     load_shape: str = ""
     driver: str = ""
     where: str = ""
-    #: tool -> node -> cost per request the cost pass counted (instructions, system calls)
-    traced: dict[str, dict[str, MarginalCost]] = field(default_factory=dict)
+    #: tool -> node -> cost per request the counting pass counted (instructions, system calls)
+    counted: dict[str, dict[str, CountedCost]] = field(default_factory=dict)
 
     @classmethod
     def from_measured(cls, series: Any) -> SeriesRecord:
@@ -48,14 +48,14 @@ class SeriesRecord:
             load_shape=shape.describe() if shape is not None else "",
             driver=str(getattr(series, "driver", "") or ""),
             where=str(getattr(series, "where", "") or ""),
-            traced={tool: dict(nodes) for tool, nodes in (getattr(series, "traced", None) or {}).items()},
+            counted={tool: dict(nodes) for tool, nodes in (getattr(series, "counted", None) or {}).items()},
         )
 
     def values(self, metric: str) -> list[float]:
         """Per-round values of ``metric`` (latencies in nanoseconds); per-repetition values of a
-        deterministic cost (KeyError when none was recorded)."""
-        if metrics.get(metric).deterministic:
-            return metrics.traced_values(metric, self.traced.get(metrics.tool_of(metric), {}))
+        counted cost (KeyError when none was recorded)."""
+        if metrics.get(metric).counted:
+            return metrics.counted_values(metric, self.counted.get(metrics.tool_of(metric), {}))
         return [metrics.metric_value(r, metric) for r in self.rounds]
 
 
@@ -144,12 +144,12 @@ def _series_to_dict(series: SeriesRecord) -> dict[str, Any]:
         "rounds": [r.to_dict() for r in series.rounds],
         **(
             {
-                "traced": {
+                schema.COUNTED_KEY: {
                     tool: {node: cost.to_dict() for node, cost in nodes.items()}
-                    for tool, nodes in series.traced.items()
+                    for tool, nodes in series.counted.items()
                 }
             }
-            if series.traced
+            if series.counted
             else {}
         ),
     }
@@ -178,9 +178,9 @@ def _series_from_dict(body: dict[str, Any], source: Path, name: str) -> SeriesRe
         load_shape=body.get("load_shape") or "",
         driver=body.get("driver") or "",
         where=body.get("where") or "",
-        traced={
-            str(tool): {str(node): MarginalCost.from_dict(cost) for node, cost in nodes.items()}
-            for tool, nodes in (body.get("traced") or {}).items()
+        counted={
+            str(tool): {str(node): CountedCost.from_dict(cost) for node, cost in nodes.items()}
+            for tool, nodes in (schema.counted_section(body)[1] or {}).items()
         },
     )
 

@@ -30,6 +30,16 @@ from pytest_netperf.results.model import LatencySummary, RoundResult
 
 #: The format version this plugin writes and reads.
 FORMAT_VERSION = 1
+#: A series' counted costs; files written before 0.2 keep them under ``traced``, read as well.
+COUNTED_KEY = "counted"
+LEGACY_COUNTED_KEY = "traced"
+
+
+def counted_section(body: dict[str, Any]) -> tuple[str, Any]:
+    """(key, value) of a series' counted costs: ``counted``, else the legacy ``traced``."""
+    key = COUNTED_KEY if body.get(COUNTED_KEY) is not None else LEGACY_COUNTED_KEY
+    return key, body.get(key)
+
 
 #: Top-level keys every document has.
 REQUIRED_KEYS = ("format_version", "test_id", "created_at", "fingerprint", "series")
@@ -137,15 +147,16 @@ def _check_series(body: Any, path: str) -> None:
         raise _Invalid(f"{path}.rounds", f"expected a non-empty list of rounds, got {_describe(rounds)}")
     for index, round_doc in enumerate(rounds):
         _check_value(round_doc, RoundResult, f"{path}.rounds[{index}]")
-    if body.get("traced") is not None:
-        _check_traced(body["traced"], f"{path}.traced")
+    key, counted = counted_section(body)
+    if counted is not None:
+        _check_counted(counted, f"{path}.{key}")
 
 
-def _check_traced(traced: Any, path: str) -> None:
+def _check_counted(counted: Any, path: str) -> None:
     """tool -> node -> {node, tool, per_request: [numbers], by_name, requests, seconds}."""
-    if not isinstance(traced, dict):
-        raise _Invalid(path, f"expected an object (tool -> node -> cost), got {_describe(traced)}")
-    for tool, nodes in traced.items():
+    if not isinstance(counted, dict):
+        raise _Invalid(path, f"expected an object (tool -> node -> cost), got {_describe(counted)}")
+    for tool, nodes in counted.items():
         if not isinstance(nodes, dict):
             raise _Invalid(f"{path}{_key(tool)}", f"expected an object (node -> cost), got {_describe(nodes)}")
         for node, cost in nodes.items():

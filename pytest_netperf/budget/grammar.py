@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Literal, Optional, Union
 
 from pytest_netperf.budget import metrics
-from pytest_netperf.budget.metrics import Family, format_fraction
+from pytest_netperf.budget.families import Family, format_fraction
 from pytest_netperf.budget.thresholds import Form, threshold_of
 from pytest_netperf.budget.tokens import (
     check_operator,

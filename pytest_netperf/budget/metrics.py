@@ -20,66 +20,12 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from enum import Enum
 from fnmatch import fnmatchcase
 from typing import Any, Optional
 
+from pytest_netperf.budget.families import COUNTED_FAMILIES, FAMILY_UNITS, Better, Family, format_value
+from pytest_netperf.results.counted import COUNTING_TOOLS, CountedCost
 from pytest_netperf.results.model import RoundResult, SystemCosts
-from pytest_netperf.results.traced import COUNTING_TOOLS, MarginalCost
-
-
-class Family(str, Enum):
-    """What kind of quantity a metric is; decides units, grammar and how it is judged."""
-
-    LATENCY = "latency"
-    RATE = "rate"
-    COUNT = "count"
-    FRACTION = "fraction"
-    #: CPU time the system under test spent per response (nanoseconds).
-    CPU_TIME = "cpu time"
-    #: Cores the system under test kept busy.
-    CORES = "cores"
-    #: Memory (bytes).
-    BYTES = "bytes"
-    #: Payload throughput of an L4 path (gigabits per second).
-    BITRATE = "bitrate"
-    #: Packets per second.
-    PACKET_RATE = "packet rate"
-    #: Instructions a node executes per request (valgrind; deterministic).
-    INSTRUCTIONS = "instructions"
-    #: System calls a node makes per request (strace; deterministic).
-    SYSCALLS = "system calls"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class Better(str, Enum):
-    """Which way a metric improves."""
-
-    HIGHER = "higher"
-    LOWER = "lower"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-#: Canonical unit of each family, as stored in baselines and JSON reports.
-FAMILY_UNITS = {
-    Family.LATENCY: "ns",
-    Family.RATE: "responses/s",
-    Family.COUNT: "count",
-    Family.FRACTION: "fraction",
-    Family.CPU_TIME: "ns",
-    Family.CORES: "cores",
-    Family.BYTES: "bytes",
-    Family.BITRATE: "Gbit/s",
-    Family.PACKET_RATE: "packets/s",
-    Family.INSTRUCTIONS: "instructions/request",
-    Family.SYSCALLS: "syscalls/request",
-}
-#: Families counted by a cost pass (the node under a tracer), judged from its repetitions.
-DETERMINISTIC_FAMILIES = (Family.INSTRUCTIONS, Family.SYSCALLS)
 
 Extractor = Callable[["RoundResult"], float]
 
@@ -116,9 +62,9 @@ class Metric:
         return self.family in (Family.COUNT, Family.FRACTION)
 
     @property
-    def deterministic(self) -> bool:
-        """Counted by a cost pass (instructions, system calls), not read per round."""
-        return self.family in DETERMINISTIC_FAMILIES
+    def counted(self) -> bool:
+        """Counted by a counting pass (instructions, system calls), not read per round."""
+        return self.family in COUNTED_FAMILIES
 
     @property
     def higher_is_better(self) -> bool:
@@ -132,75 +78,6 @@ class Metric:
     def format(self, value: Optional[float]) -> str:
         """A value for people, e.g. ``1.25ms``, ``12,345 rps``, ``0.10%``, ``3``."""
         return format_value(self.family, value)
-
-
-# ----- formatting: the one formatter of every unit ----------------------------------------
-def format_duration_ns(value_ns: float) -> str:
-    """Nanoseconds with a readable unit, as budgets are written: ``850ns``, ``12.3us``,
-    ``1.25ms``, ``2s``."""
-    magnitude = abs(value_ns)
-    if magnitude < 1e3:
-        return f"{value_ns:.3g}ns"
-    if magnitude < 1e6:
-        return f"{value_ns / 1e3:.3g}us"
-    if magnitude < 1e9:
-        return f"{value_ns / 1e6:.3g}ms"
-    return f"{value_ns / 1e9:.3g}s"
-
-
-def format_rate(value: float) -> str:
-    """Responses per second: ``12,345 rps`` (three digits below 100)."""
-    return f"{value:,.0f} rps" if abs(value) >= 100 else f"{value:.3g} rps"
-
-
-def format_fraction(value: float) -> str:
-    """A fraction as a percentage: ``0.125`` -> ``12.5%``."""
-    return f"{value * 100:.3g}%"
-
-
-def format_bytes(value: float) -> str:
-    """Bytes in binary units, as Docker's limits are: ``64.0MiB``, ``512KiB``, ``1.50GiB``."""
-    for factor, unit in ((2**30, "GiB"), (2**20, "MiB"), (2**10, "KiB")):
-        if abs(value) >= factor:
-            return f"{value / factor:.3g}{unit}"
-    return f"{value:.0f}B"
-
-
-def format_packet_rate(value: float) -> str:
-    """Packets per second: ``1.49 Mpps``, ``293 kpps``, ``950 pps``."""
-    magnitude = abs(value)
-    if magnitude >= 1e6:
-        return f"{value / 1e6:.3g} Mpps"
-    if magnitude >= 1e3:
-        return f"{value / 1e3:.3g} kpps"
-    return f"{value:.3g} pps"
-
-
-def format_value(family: Family, value: Optional[float]) -> str:
-    """Format a canonical value of ``family``; ``n/a`` for None/NaN, ``inf`` kept."""
-    if value is None or math.isnan(value):
-        return "n/a"
-    if math.isinf(value):
-        return "-inf" if value < 0 else "inf"
-    if family in (Family.LATENCY, Family.CPU_TIME):
-        return format_duration_ns(value)
-    if family is Family.CORES:
-        return f"{value:.3g} cores"
-    if family is Family.BYTES:
-        return format_bytes(value)
-    if family is Family.RATE:
-        return format_rate(value)
-    if family is Family.BITRATE:
-        return f"{value:.3g} Gbit/s"
-    if family is Family.PACKET_RATE:
-        return format_packet_rate(value)
-    if family is Family.FRACTION:
-        return format_fraction(value)
-    if family is Family.INSTRUCTIONS:
-        return f"{value:,.0f} instr" if abs(value) >= 100 else f"{value:.3g} instr"
-    if family is Family.SYSCALLS:
-        return f"{value:.3g} syscalls"
-    return f"{value:,.0f}" if float(value).is_integer() else f"{value:g}"
 
 
 # ----- extractors ---------------------------------------------------------------------
@@ -370,13 +247,13 @@ SYSTEM_METRICS.update(
         tool.metric: SystemMetric(
             tool.metric,
             Family(tool.family),
-            f"{tool.family} per request of the scoped node, counted under {tool.program} by a cost pass",
+            f"{tool.family} per request of the scoped node, counted under {tool.program} by a counting pass",
         )
         for tool in COUNTING_TOOLS.values()
     }
 )
-#: The tool of the cost pass that counts each deterministic metric.
-TRACED_BY = {tool.metric: tool.name for tool in COUNTING_TOOLS.values()}
+#: The tool of the counting pass that counts each counted metric.
+COUNTED_BY = {tool.metric: tool.name for tool in COUNTING_TOOLS.values()}
 _SCOPED = re.compile(r"^(?P<base>[a-z_]+)\[(?P<scope>[^\[\]]*)\]$")
 _SCOPE_PATTERN = re.compile(r"^[A-Za-z0-9_.*?-]+$")
 
@@ -404,8 +281,8 @@ def scope_nodes(system: SystemCosts, scope: tuple[str, ...]) -> list[str]:
 
 def _system_extractor(base: str, scope: tuple[str, ...], name: str) -> Extractor:
     def extract(r: RoundResult) -> float:
-        if base in TRACED_BY:
-            raise MetricUnavailable(f"{name}: counted by a cost pass, not in a round")
+        if base in COUNTED_BY:
+            raise MetricUnavailable(f"{name}: counted by a counting pass, not in a round")
         system = r.system
         if system is None:
             raise MetricUnavailable(f"{name}: this round has no system-under-test costs (a plain URL target)")
@@ -466,20 +343,20 @@ def get(name: str) -> Metric:
 
 
 def tool_of(name: str) -> str:
-    """The cost-pass tool (``instructions``, ``syscalls``) that counts deterministic metric ``name``."""
+    """The cost-pass tool (``instructions``, ``syscalls``) that counts counted metric ``name``."""
     parts = split_scoped(name)
-    if parts is None or parts[0] not in TRACED_BY:
-        raise KeyError(f"{name!r} is not counted by a cost pass")
-    return TRACED_BY[parts[0]]
+    if parts is None or parts[0] not in COUNTED_BY:
+        raise KeyError(f"{name!r} is not counted by a counting pass")
+    return COUNTED_BY[parts[0]]
 
 
-def traced_values(name: str, costs: Mapping[str, MarginalCost]) -> list[float]:
-    """Per-repetition values of deterministic metric ``name`` from node -> marginal cost of its
+def counted_values(name: str, costs: Mapping[str, CountedCost]) -> list[float]:
+    """Per-repetition values of counted metric ``name`` from node -> marginal cost of its
     tool: the scoped nodes' costs summed repetition by repetition."""
     metric = get(name)
     nodes = [node for node in costs if any(fnmatchcase(node, pattern) for pattern in metric.scope)]
     if not nodes:
-        raise MetricUnavailable(f"{name}: no traced node matches; traced: {', '.join(costs) or 'none'}")
+        raise MetricUnavailable(f"{name}: no counted node matches; counted: {', '.join(costs) or 'none'}")
     repetitions = min(len(costs[node].per_request) for node in nodes)
     return [sum(costs[node].per_request[i] for node in nodes) for i in range(repetitions)]
 

@@ -6,7 +6,7 @@ import math
 from typing import Literal, Optional
 
 from pytest_netperf.budget import metrics
-from pytest_netperf.budget.metrics import Family
+from pytest_netperf.budget.families import Family
 from pytest_netperf.errors import BudgetSyntaxError
 
 __all__ = ["BYTE_UNITS", "COUNT_SUFFIXES", "TIME_UNITS", "Form", "threshold_of"]

@@ -5,7 +5,7 @@
     netperf baseline update (TEST_ID ... | --all) [--dir .netperf]
     netperf baseline prune (--known-from FILE | --collect) [--dry-run] [--dir .netperf]
     netperf clean [--all] [--dry-run]
-    netperf images build [--force] [--only ROLE] [--cost]
+    netperf images build [--force] [--only ROLE] [--counting]
     netperf calibrate [PYTEST_ARGS ...]
     netperf locust-worker --master HOST:PORT [-f LOCUSTFILE]
     netperf init [COMPOSE_FILE] [--tests-dir DIR] [--package SPEC] [--ci github,gitlab] [--force]
@@ -74,9 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     build.add_argument("--force", action="store_true", help="rebuild even when up to date")
     build.add_argument("--only", metavar="ROLE", help="build only this role (e.g. nginx)")
     build.add_argument(
-        "--cost",
+        "--counting",
+        "--cost",  # its name before 0.2
+        dest="counting",
         action="store_true",
-        help="also build the proxies' cost variants (valgrind, strace) for cost budgets (else built on first use)",
+        help="also build the proxies' counting variants (valgrind, strace) for counted-cost budgets "
+        "(else built on first use)",
     )
 
     cli_init.add_parser(commands)
@@ -135,7 +138,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "clean":
         return run_clean(everything=args.all, dry_run=args.dry_run)
     if args.command == "images":
-        return run_images_build(args.force, args.only, args.cost)
+        return run_images_build(args.force, args.only, args.counting)
     if args.command == "init":
         return cli_init.run_init(args.compose_file, args.tests_dir, args.package, args.ci, args.force)
     if args.command == "locust-worker":

@@ -21,7 +21,7 @@ from requests.exceptions import ReadTimeout
 
 from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
-from pytest_netperf.images.cost_image import cost_image
+from pytest_netperf.images.counting_image import counting_image
 from pytest_netperf.images.inputs import (
     DEFAULT_CONFIGS,
     default_config_note,
@@ -41,7 +41,7 @@ from pytest_netperf.images.layers import (
     import_rootfs,
 )
 from pytest_netperf.images.locust_inputs import collect_locust_files, pinned_requirements, sources_digest
-from pytest_netperf.images.roles import BASE_IMAGE, COST_ROLES, LOCAL_BUILD_ORDER, LOCAL_IMAGES, check_role
+from pytest_netperf.images.roles import BASE_IMAGE, COUNTING_ROLES, LOCAL_BUILD_ORDER, LOCAL_IMAGES, check_role
 from pytest_netperf.images.rootfs import ImageBuildError, default_recipe, rootfs_tarball
 
 __all__ = ["DEFAULT_COMMANDS", "SMOKE_COMMANDS", "build_images", "role_inputs_digest", "smoke_test"]
@@ -139,7 +139,7 @@ def build_images(
     """Build the local images (idempotent: an image whose input hash matches is kept).
 
     ``only`` limits the roles (kong is never built: there is no offline route for it);
-    ``cost`` also builds the cost variants of the COST_ROLES among them, as ``<role>-cost``.
+    ``cost`` also builds the counting variants of the COUNTING_ROLES among them, as ``<role>-cost``.
     Returns role -> tag. Needs root and debootstrap for the base; raises ImageBuildError.
     """
     roles = _roles_to_build(only, progress)
@@ -154,9 +154,9 @@ def build_images(
     for role in roles:
         built[role] = _ensure_role(client, role, base_id, force, say)
     if cost:
-        for role in [r for r in roles if r in COST_ROLES]:
-            say(f"{role}: cost variant (valgrind, strace) ...")
-            built[f"{role}-cost"] = cost_image(client, built[role], f"role {role}")
+        for role in [r for r in roles if r in COUNTING_ROLES]:
+            say(f"{role}: counting variant (valgrind, strace) ...")
+            built[f"{role}-cost"] = counting_image(client, built[role], f"role {role}")
     say(f"done: {', '.join(f'{r}={t}' for r, t in built.items())}")
     return built
 

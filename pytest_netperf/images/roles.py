@@ -5,7 +5,7 @@ from __future__ import annotations
 __all__ = [
     "BASE_IMAGE",
     "BUILD_COMMAND",
-    "COST_ROLES",
+    "COUNTING_ROLES",
     "LOCAL_BUILD_ORDER",
     "LOCAL_IMAGES",
     "OFFICIAL_IMAGES",
@@ -32,9 +32,9 @@ LOCAL_IMAGES: dict[str, str] = {
 }
 #: Build order: the driver layer last, so a missing driver binary leaves the others built.
 LOCAL_BUILD_ORDER: tuple[str, ...] = ("nginx", "haproxy", "envoy", "locust", "echo")
-#: Roles whose cost variant (valgrind and strace added, images/cost_image.py) ``build --cost``
+#: Roles whose counting variant (valgrind and strace added, images/counting_image.py) ``build --counting``
 #: builds too: the proxies a cost budget traces. Built on first use otherwise (~25 s each).
-COST_ROLES: tuple[str, ...] = ("nginx", "haproxy", "envoy")
+COUNTING_ROLES: tuple[str, ...] = ("nginx", "haproxy", "envoy")
 BUILD_COMMAND = "netperf images build"
 
 

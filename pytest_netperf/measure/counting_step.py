@@ -1,8 +1,8 @@
 """The gate's cost step: count what each judged series' entry node does per request, then judge
-the deterministic budgets on the repetitions.
+the counted budgets on the repetitions.
 
-It runs after the timed rounds of a measurement. Each series a deterministic budget judges
-gets one cost pass (:func:`~pytest_netperf.measure.cost_pass.run_cost_pass`) with the tools
+It runs after the timed rounds of a measurement. Each series a counted budget judges
+gets one counting pass (:func:`~pytest_netperf.measure.counting_pass.run_counting_pass`) with the tools
 its budgets need; a pass that cannot count leaves its reason on the series, and the budgets
 that needed it end INVALID with that reason.
 """
@@ -13,33 +13,33 @@ from typing import Callable, Optional, Sequence
 
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
-from pytest_netperf.measure.cost_pass import CostPassError, CostPassPlan, cost_pass_problem, run_cost_pass
+from pytest_netperf.measure.counting_pass import CountingPassError, CountingPlan, counting_problem, run_counting_pass
 from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
 from pytest_netperf.runtime.resources import usable_cores
-from pytest_netperf.verdict.deterministic import evaluate_repetitions
+from pytest_netperf.verdict.counted import evaluate_repetitions
 
 
 class CountingStep:
-    """The cost passes of one test's measurements and the verdicts of its deterministic budgets."""
+    """The counting passes of one test's measurements and the verdicts of its counted budgets."""
 
     def __init__(
         self,
         test_id: str,
         budgets: Sequence[Budget],
-        plan: CostPassPlan,
+        plan: CountingPlan,
         progress: Callable[[str], None],
         baseline_lookup: Optional[BaselineLookup] = None,
     ) -> None:
-        """``budgets``: the test's deterministic budgets (the others are ignored)."""
+        """``budgets``: the test's counted budgets (the others are ignored)."""
         self.test_id = test_id
-        self.budgets = [b for b in budgets if metrics.get(b.metric).deterministic]
+        self.budgets = [b for b in budgets if metrics.get(b.metric).counted]
         self.plan = plan
         self._progress = progress
         self._baseline_lookup = baseline_lookup
 
     def tools_by_series(self, m: Measurement) -> dict[str, tuple[Series, set[str]]]:
         """label -> (series, the counting tools its budgets need) for every series a
-        deterministic budget of ``m`` judges."""
+        counted budget of ``m`` judges."""
         wanted: dict[str, tuple[Series, set[str]]] = {}
         for b in self.budgets:
             if m.applies(b):
@@ -48,13 +48,13 @@ class CountingStep:
         return wanted
 
     def prepare(self, m: Measurement) -> None:
-        """Before any load: every series that will be counted has its cost image (built now)."""
+        """Before any load: every series that will be counted has its counting image (built now)."""
         for series, _ in self.tools_by_series(m).values():
-            if series.tracer is not None and not cost_pass_problem(series.url, series.tracer, series.driver):
-                series.tracer.prepare()
+            if series.counter is not None and not counting_problem(series.url, series.counter, series.driver):
+                series.counter.prepare()
 
     def run(self, m: Measurement) -> None:
-        """Count every judged series, then judge the deterministic budgets into ``m.verdicts``."""
+        """Count every judged series, then judge the counted budgets into ``m.verdicts``."""
         for series, tools in self.tools_by_series(m).values():
             self._count(m, series, sorted(tools))
         for b in self.budgets:
@@ -66,13 +66,13 @@ class CountingStep:
             m.verdicts[b.text] = evaluate_repetitions(b, candidate, against if b.form == "ratio" else None)
 
     def _count(self, m: Measurement, series: Series, tools: list[str]) -> None:
-        series.trace_error = cost_pass_problem(series.url, series.tracer, series.driver)
-        if series.trace_error or series.tracer is None or series.driver_instance is None:
+        series.counting_error = counting_problem(series.url, series.counter, series.driver)
+        if series.counting_error or series.counter is None or series.driver_instance is None:
             return
-        self._progress(f"{self.test_id} [{m.key}] {series.label}: cost pass ({', '.join(tools)})")
+        self._progress(f"{self.test_id} [{m.key}] {series.label}: counting pass ({', '.join(tools)})")
         try:
-            counted = run_cost_pass(
-                series.tracer,
+            counted = run_counting_pass(
+                series.counter,
                 tools,
                 series.driver_instance.run,
                 series.url,
@@ -81,8 +81,8 @@ class CountingStep:
                 self._progress,
                 parallel=len(usable_cores()) > 1,
             )
-        except CostPassError as exc:
-            series.trace_error = str(exc)
+        except CountingPassError as exc:
+            series.counting_error = str(exc)
             return
         for tool, cost in counted.items():
-            series.traced.setdefault(tool, {})[cost.node] = cost
+            series.counted.setdefault(tool, {})[cost.node] = cost

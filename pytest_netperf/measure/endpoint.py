@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
-from pytest_netperf.measure.cost_pass import Tracer
+from pytest_netperf.measure.counting_pass import CountingNode
 from pytest_netperf.measure.system_costs import CostProbe
 from pytest_netperf.results.model import WireCounters
 from pytest_netperf.runtime.commands import CommandRunner
@@ -88,8 +88,8 @@ class Endpoint(Protocol):
         ...
 
     @property
-    def tracer(self) -> Optional[Tracer]:
-        """Runs the node the URL enters under valgrind or strace (the cost pass); None: cannot."""
+    def counter(self) -> Optional[CountingNode]:
+        """Runs the node the URL enters under valgrind or strace (the counting pass); None: cannot."""
         ...
 
     def guard(self) -> Optional[str]:

@@ -3,7 +3,7 @@
 A :class:`Gate` is created per test by the plugin. The test calls :meth:`Gate.measure`
 (one target) or :meth:`Gate.compare` (candidate vs reference). Each call builds a
 :class:`~pytest_netperf.measure.model.Measurement`, runs its timed rounds
-(:mod:`~pytest_netperf.measure.rounds`) and then its cost passes
+(:mod:`~pytest_netperf.measure.rounds`) and then its counting passes
 (:mod:`~pytest_netperf.measure.counting_step`); :meth:`Gate.finish` turns the verdicts into
 outcomes (:mod:`~pytest_netperf.measure.outcomes`). Nothing here imports pytest.
 """
@@ -20,7 +20,7 @@ from pytest_netperf.budget.metrics import ERROR_METRICS
 from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import NetperfError
-from pytest_netperf.measure.cost_pass import CostPassPlan
+from pytest_netperf.measure.counting_pass import CountingPlan
 from pytest_netperf.measure.counting_step import CountingStep
 from pytest_netperf.measure.design import round_groups
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike
@@ -106,20 +106,20 @@ class Gate:
         self._noise = noise  # from an earlier A/A run (--netperf-calibrate), if any
         self.implicit_error_budget = not any(b.metric in ERROR_METRICS for b in self.budgets)
         self._system_budgets = system_budgets(self.budgets)
-        self.cost_pass_plan = CostPassPlan.of(
-            settings.cost_requests, settings.cost_repetitions, settings.cost_time_limit_s
+        self.counting_plan = CountingPlan.of(
+            settings.counting_requests, settings.counting_repetitions, settings.counting_time_limit_s
         )
         self._rounds = TimedRounds(
             test_id,
             settings,
-            [b for b in self.budgets if not metrics.get(b.metric).deterministic],
+            [b for b in self.budgets if not metrics.get(b.metric).counted],
             read_costs=bool(self._system_budgets),
             baseline_lookup=baseline_lookup,
             progress=self._progress,
             notes=self.notes,
             started=time.monotonic(),
         )
-        self._counting = CountingStep(test_id, self.budgets, self.cost_pass_plan, self._progress, baseline_lookup)
+        self._counting = CountingStep(test_id, self.budgets, self.counting_plan, self._progress, baseline_lookup)
 
     # ------------------------------------------------------------------ public API
     def noise_warnings(self) -> list[str]:
@@ -211,7 +211,7 @@ class Gate:
         """Check, plan, measure and count ``m``."""
         for budget in self._system_budgets:  # every cost budget can be read from the series it judges
             check_probes(self.test_id, [budget], [(s.label, s.url, s.costs) for s in m.judged(budget)])
-        self._counting.prepare(m)  # cost images built before any load
+        self._counting.prepare(m)  # counting images built before any load
         self._choose_design(m)
         self._rounds.run(m, rounds)
         self._counting.run(m)
@@ -256,7 +256,7 @@ class Gate:
         guard = None if isinstance(target, str) else target.guard
         costs = None if isinstance(target, str) else target.costs
         wire = None if isinstance(target, str) else target.wire
-        tracer = None if isinstance(target, str) else target.tracer
+        counter = None if isinstance(target, str) else target.counter
         return Series(
             label=label,
             url=url,
@@ -269,7 +269,7 @@ class Gate:
             facts=series_facts(target, drv),
             costs=costs,
             wire=wire,
-            tracer=tracer,
+            counter=counter,
         )
 
     def _attach_base(self, m: Measurement, target: TargetLike, shape: LoadShape, driver: Optional[str]) -> None:

@@ -34,11 +34,11 @@ class GateSettings:
     realtime: bool = False
     #: A round whose driver was saturated is measured again this many times, then INVALID.
     saturated_retries: int = defaults.SATURATED_ROUND_RETRIES
-    #: The cost pass: requests of its larger count (the smaller is a fifth), repetitions of
-    #: the pair, and the time bound of one traced run.
-    cost_requests: int = defaults.COST_PASS_REQUESTS
-    cost_repetitions: int = defaults.COST_PASS_REPETITIONS
-    cost_time_limit_s: float = defaults.COST_PASS_TIME_LIMIT_S
+    #: The counting pass: requests of its larger count (the smaller is a fifth), repetitions of
+    #: the pair, and the time bound of one counted run.
+    counting_requests: int = defaults.COUNTING_REQUESTS
+    counting_repetitions: int = defaults.COUNTING_REPETITIONS
+    counting_time_limit_s: float = defaults.COUNTING_TIME_LIMIT_S
 
     def gate_view(self, **overrides: Any) -> GateSettings:
         """These settings as a gate sees them (only the gate's fields), with ``overrides``

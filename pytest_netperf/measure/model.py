@@ -16,13 +16,13 @@ from pytest_netperf.budget.metrics import metric_value
 from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.measure.contention import both_sides_starved
-from pytest_netperf.measure.cost_pass import Tracer
+from pytest_netperf.measure.counting_pass import CountingNode
 from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS
 from pytest_netperf.measure.endpoint import WireCounter
 from pytest_netperf.measure.system_costs import CostProbe
 from pytest_netperf.measure.validity import samples_problem
+from pytest_netperf.results.counted import CountedCost
 from pytest_netperf.results.model import RoundResult
-from pytest_netperf.results.traced import MarginalCost
 from pytest_netperf.verdict import stats
 
 #: Reads a stored baseline's per-round values: (measurement key, series label, metric) -> values or None.
@@ -62,19 +62,19 @@ class Series:
     wire: Optional[WireCounter] = None
     #: Why each kept round whose driver was saturated was the stack's doing (see measure/contention.py).
     starved: list[str] = field(default_factory=list)
-    #: Runs the target's entry node under a counting tool (the cost pass); None: it cannot.
-    tracer: Optional[Tracer] = None
-    #: tool -> node -> cost per request the cost pass counted (``instructions``, ``syscalls``)
-    traced: dict[str, dict[str, MarginalCost]] = field(default_factory=dict)
-    #: Why the cost pass of this series could not count (its budgets are INVALID), or "".
-    trace_error: str = ""
+    #: Runs the target's entry node under a counting tool (the counting pass); None: it cannot.
+    counter: Optional[CountingNode] = None
+    #: tool -> node -> cost per request the counting pass counted (``instructions``, ``syscalls``)
+    counted: dict[str, dict[str, CountedCost]] = field(default_factory=dict)
+    #: Why the counting pass of this series could not count (its budgets are INVALID), or "".
+    counting_error: str = ""
 
     def values(self, metric: str) -> list[float]:
-        """Per-round values of ``metric``; per-repetition values of a deterministic cost."""
-        if metrics.get(metric).deterministic:
-            if self.trace_error:
-                raise metrics.MetricUnavailable(f"{metric}: the cost pass could not count: {self.trace_error}")
-            return metrics.traced_values(metric, self.traced.get(metrics.tool_of(metric), {}))
+        """Per-round values of ``metric``; per-repetition values of a counted cost."""
+        if metrics.get(metric).counted:
+            if self.counting_error:
+                raise metrics.MetricUnavailable(f"{metric}: the counting pass could not count: {self.counting_error}")
+            return metrics.counted_values(metric, self.counted.get(metrics.tool_of(metric), {}))
         return [metric_value(r, metric) for r in self.rounds]
 
     def driver_or_fail(self, where: str = "") -> Driver:

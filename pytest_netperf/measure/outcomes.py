@@ -103,7 +103,7 @@ def measurement_outcomes(
             o.notes.append(v.note)
         if v.undecidable:
             o.notes.append(v.undecidable)
-        if m.design_note and not metrics.get(b.metric).deterministic:
+        if m.design_note and not metrics.get(b.metric).counted:
             o.notes.append(m.design_note)
         o.notes.extend(starved_note(s.label, s.starved, len(s.rounds)) for s in m.series() if s.starved)
         closed_loop = closed_loop_note(b, m.candidate.rounds)
@@ -163,6 +163,6 @@ def corrected(
                 o.notes.append(warning)
         if o.status is Status.INCONCLUSIVE:
             rounds = o.verdict.n_rounds if o.verdict else "?"
-            unit = "repetitions of the cost pass" if metrics.get(o.budget.metric).deterministic else "rounds"
+            unit = "repetitions of the counting pass" if metrics.get(o.budget.metric).counted else "rounds"
             o.notes.append(f"inconclusive after {rounds} {unit}; policy: {inconclusive_policy}")
     return outcomes

@@ -14,8 +14,9 @@ from fnmatch import fnmatchcase
 from typing import Optional, Protocol
 
 from pytest_netperf.budget import metrics
+from pytest_netperf.budget.families import Family
 from pytest_netperf.budget.grammar import Budget
-from pytest_netperf.budget.metrics import Family, metric_value
+from pytest_netperf.budget.metrics import metric_value
 from pytest_netperf.errors import CgroupError, InvalidMeasurement, NetperfError
 from pytest_netperf.results.model import RoundResult, SystemCosts
 
@@ -42,7 +43,7 @@ class CostProbe(Protocol):
 
 def system_budgets(budgets: Sequence[Budget]) -> list[Budget]:
     """The budgets read from the system under test's cgroups."""
-    return [b for b in budgets if metrics.get(b.metric).scope and not metrics.get(b.metric).deterministic]
+    return [b for b in budgets if metrics.get(b.metric).scope and not metrics.get(b.metric).counted]
 
 
 def probe_problem(test_id: str, budget: Budget, label: str, url: str, probe: Optional[CostProbe]) -> Optional[str]:

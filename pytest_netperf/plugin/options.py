@@ -31,6 +31,9 @@ class Option:
     flag: bool = False
     #: A flag that also has ``--no-netperf-<suffix>`` (to turn off a default that is on).
     negatable: bool = False
+    #: The option's and ini key's former names, still accepted (``cost-requests``, 0.1).
+    former: Optional[str] = None
+    former_ini: Optional[str] = None
 
     @property
     def dest(self) -> str:
@@ -50,9 +53,27 @@ OPTIONS = (
     Option("confidence", "confidence", "netperf_confidence"),
     Option("inconclusive", "inconclusive", "netperf_inconclusive"),
     Option("design", "design", "netperf_design"),
-    Option("cost-requests", "cost_requests", "netperf_cost_requests"),
-    Option("cost-repetitions", "cost_repetitions", "netperf_cost_repetitions"),
-    Option("cost-time-limit", "cost_time_limit_s", "netperf_cost_time_limit"),
+    Option(
+        "counting-requests",
+        "counting_requests",
+        "netperf_counting_requests",
+        former="cost-requests",
+        former_ini="netperf_cost_requests",
+    ),
+    Option(
+        "counting-repetitions",
+        "counting_repetitions",
+        "netperf_counting_repetitions",
+        former="cost-repetitions",
+        former_ini="netperf_cost_repetitions",
+    ),
+    Option(
+        "counting-time-limit",
+        "counting_time_limit_s",
+        "netperf_counting_time_limit",
+        former="cost-time-limit",
+        former_ini="netperf_cost_time_limit",
+    ),
     Option("fingerprint-mismatch", "fingerprint_mismatch", "netperf_fingerprint_mismatch"),
     Option("machine-class", "machine_class", "netperf_machine_class"),
     Option("base", "base", "netperf_base"),
@@ -82,7 +103,8 @@ def add_options(parser: pytest.Parser) -> None:
         kwargs: dict[str, Any] = {"dest": option.dest, "help": SETTING_HELP[option.setting]}
         if option.flag:
             kwargs.update(action="store_true", default=None)
-        group.addoption(f"--netperf-{option.suffix}", **kwargs)
+        former = [f"--netperf-{option.former}"] if option.former else []
+        group.addoption(f"--netperf-{option.suffix}", *former, **kwargs)
         if option.negatable:
             group.addoption(
                 f"--no-netperf-{option.suffix}",
@@ -93,6 +115,8 @@ def add_options(parser: pytest.Parser) -> None:
             )
         if option.ini:
             parser.addini(option.ini, SETTING_HELP[option.setting], type="string")
+        if option.former_ini:
+            parser.addini(option.former_ini, f"former name of {option.ini}", type="string")
     image_help = (
         f"container image for a role, ROLE=IMAGE (roles: {', '.join(ROLES)}), or an image mapping "
         "IMAGE=IMAGE for Compose services and file-backed nodes, e.g. nginx:1.27=pytest-netperf/nginx:local "
@@ -116,15 +140,19 @@ def settings_from_config(config: pytest.Config) -> Settings:
     for option in OPTIONS:
         value = config.getoption(option.dest)
         from_ini = False
-        if value is None and option.ini:
-            value = config.getini(option.ini) or None
+        ini = option.ini
+        if value is None and ini:
+            value = config.getini(ini) or None
+            if value is None and option.former_ini:
+                ini = option.former_ini
+                value = config.getini(ini) or None
             from_ini = value is not None
         if value is None:
             continue
         if option.setting in PATH_SETTINGS and from_ini and config.inipath is not None:
             value = config.inipath.parent / str(value)  # ini paths are relative to the ini file
         raw[option.setting] = value
-        sources[option.setting] = f"ini {option.ini}" if from_ini else f"--netperf-{option.suffix}"
+        sources[option.setting] = f"ini {ini}" if from_ini else f"--netperf-{option.suffix}"
     raw.setdefault("baseline_dir", config.rootpath / defaults.BASELINE_DIR)
     sources.setdefault("baseline_dir", f"--netperf-baseline-dir (default {defaults.BASELINE_DIR})")
     raw.setdefault("strict", strict_default())

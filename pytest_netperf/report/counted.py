@@ -1,5 +1,5 @@
-"""How counted costs read in a report: the fact of a series' cost pass, and the notes of a
-deterministic budget (what was counted, and where the cost went against the other side)."""
+"""How counted costs read in a report: the fact of a series' counting pass, and the notes of a
+counted budget (what was counted, and where the cost went against the other side)."""
 
 from __future__ import annotations
 
@@ -8,32 +8,32 @@ from typing import TYPE_CHECKING, Optional
 
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
-from pytest_netperf.results.traced import SYSCALLS, MarginalCost, changed_most, counting_tool
+from pytest_netperf.results.counted import SYSCALLS, CountedCost, changed_most, counting_tool
 
 if TYPE_CHECKING:
     from pytest_netperf.measure.model import Measurement
     from pytest_netperf.measure.outcomes import BudgetOutcome
 
 #: tool -> node -> cost per request, as a series keeps them.
-CountedCosts = Mapping[str, Mapping[str, MarginalCost]]
+CountedCosts = Mapping[str, Mapping[str, CountedCost]]
 
-#: The fact a series gets from its cost pass.
-COST_FACT = "cost per request"
+#: The fact a series gets from its counting pass.
+COUNTED_FACT = "counted per request"
 #: A change of one part smaller than this share of the whole cost is not named.
 NAMED_SHARE = 0.002
 
 
-def cost_pass_notes(
+def counted_notes(
     budget: Budget, candidate: CountedCosts, other: Optional[CountedCosts], other_label: str
 ) -> list[str]:
-    """What the cost pass did for ``budget``'s series, and where the cost went against the other side."""
+    """What the counting pass did for ``budget``'s series, and where the cost went against the other side."""
     tool = counting_tool(metrics.tool_of(budget.metric))
     notes = []
-    for label, traced in (("candidate", candidate), (other_label, other)):
-        for node, cost in sorted((traced or {}).get(tool.name, {}).items()):
+    for label, counted in (("candidate", candidate), (other_label, other)):
+        for node, cost in sorted((counted or {}).get(tool.name, {}).items()):
             low, high = cost.requests
             notes.append(
-                f"cost pass of {node} ({label}): {tool.name} under {tool.program}, "
+                f"counting pass of {node} ({label}): {tool.name} under {tool.program}, "
                 f"{len(cost.per_request)} x ({high} - {low}) requests, {cost.seconds:.1f}s; "
                 f"{cost.median:,.1f} per request, spread {cost.spread:.2%}"
             )
@@ -55,36 +55,36 @@ def cost_pass_notes(
     return notes
 
 
-def cost_fact(traced: CountedCosts, limit: int = 6) -> str:
+def counted_fact(counted: CountedCosts, limit: int = 6) -> str:
     """``edge 25,088 instructions; 8.00 system calls (epoll_wait 2.00, recvfrom 2.00, …)`` per node."""
     parts = []
-    nodes = sorted({node for costs in traced.values() for node in costs})
+    nodes = sorted({node for costs in counted.values() for node in costs})
     for node in nodes:
-        counted = []
-        for tool in (counting_tool(name) for name in sorted(traced)):
-            cost = traced[tool.name].get(node)
+        figures = []
+        for tool in (counting_tool(name) for name in sorted(counted)):
+            cost = counted[tool.name].get(node)
             if cost is None:
                 continue
             if tool.name == SYSCALLS:
                 named = sorted(cost.by_name.items(), key=lambda item: (-item[1], item[0]))
                 listed = ", ".join(f"{name} {value:.2f}" for name, value in named[:limit] if value >= 0.005)
-                counted.append(f"{cost.median:.2f} {tool.family} ({listed})")
+                figures.append(f"{cost.median:.2f} {tool.family} ({listed})")
             else:
-                counted.append(f"{cost.median:,.0f} {tool.family}")
-        parts.append(f"{node} " + "; ".join(counted))
+                figures.append(f"{cost.median:,.0f} {tool.family}")
+        parts.append(f"{node} " + "; ".join(figures))
     return "; ".join(parts)
 
 
 def outcome_notes(outcome: BudgetOutcome, m: Optional[Measurement]) -> list[str]:
-    """The notes of ``outcome`` as a report shows them: for a deterministic budget of ``m``,
-    what its cost passes counted and where the cost went come first."""
-    if m is None or not metrics.get(outcome.budget.metric).deterministic:
+    """The notes of ``outcome`` as a report shows them: for a counted budget of ``m``,
+    what its counting passes counted and where the cost went come first."""
+    if m is None or not metrics.get(outcome.budget.metric).counted:
         return list(outcome.notes)
     other = m.judged_series(outcome.budget)
-    counted = cost_pass_notes(
+    passes = counted_notes(
         outcome.budget,
-        m.candidate.traced,
-        other.traced if other is not None else None,
+        m.candidate.counted,
+        other.counted if other is not None else None,
         outcome.reference_label or "reference",
     )
-    return counted + list(outcome.notes)
+    return passes + list(outcome.notes)

@@ -41,7 +41,7 @@ class FailureContext:
     reports: Sequence[str] = ()
     #: This run wrote the baselines (``--netperf-update-baseline``).
     baseline_written: bool = False
-    #: The test's measurements: a deterministic budget's notes say what its cost passes counted.
+    #: The test's measurements: a counted budget's notes say what its counting passes counted.
     measurements: Sequence[Measurement] = ()
 
 

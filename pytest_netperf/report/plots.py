@@ -24,20 +24,21 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from pytest_netperf.budget import metrics as registry
+from pytest_netperf.budget.families import FAMILY_UNITS, Family
 from pytest_netperf.budget.grammar import Budget
-from pytest_netperf.budget.metrics import Family, metric_value
+from pytest_netperf.budget.metrics import metric_value
 from pytest_netperf.results.model import RoundResult
 
 #: How each family is drawn: factor from canonical units and the axis unit.
 _AXIS = {
     Family.LATENCY: (1e-6, "ms"),
-    Family.RATE: (1.0, registry.FAMILY_UNITS[Family.RATE]),
+    Family.RATE: (1.0, FAMILY_UNITS[Family.RATE]),
     Family.FRACTION: (100.0, "%"),
     Family.COUNT: (1.0, "count"),
     Family.CPU_TIME: (1e-3, "us"),
     Family.CORES: (1.0, "cores"),
     Family.BYTES: (1.0 / 2**20, "MiB"),
-    Family.BITRATE: (1.0, registry.FAMILY_UNITS[Family.BITRATE]),
+    Family.BITRATE: (1.0, FAMILY_UNITS[Family.BITRATE]),
     Family.PACKET_RATE: (1e-3, "kpps"),
     Family.INSTRUCTIONS: (1.0, "instructions/request"),
     Family.SYSCALLS: (1.0, "syscalls/request"),

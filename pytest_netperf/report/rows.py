@@ -10,7 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 from pytest_netperf.measure.design import DESCRIPTIONS
-from pytest_netperf.report.counted import COST_FACT, cost_fact, outcome_notes
+from pytest_netperf.report.counted import COUNTED_FACT, counted_fact, outcome_notes
 from pytest_netperf.report.load_workers import LOAD_WORKERS_FACT, workers_fact
 from pytest_netperf.report.system_costs import SYSTEM_FACT, costs_fact, costs_json
 from pytest_netperf.report.transport import TRANSPORT_FACT, transport_fact, transport_json
@@ -131,8 +131,8 @@ def series_facts(m: Measurement) -> dict[str, dict[str, str]]:
         workers = workers_fact(s.rounds)
         if workers:
             facts[s.label][LOAD_WORKERS_FACT] = workers
-        if s.traced:
-            facts[s.label][COST_FACT] = cost_fact(s.traced)
+        if s.counted:
+            facts[s.label][COUNTED_FACT] = counted_fact(s.counted)
     return facts if any(facts.values()) else {}
 
 
@@ -221,13 +221,13 @@ def measurement_summary(m: Measurement) -> dict[str, Any]:
             "shape": s.shape.describe(),
             "rounds": [r.to_dict() for r in s.rounds],
             "sockets_opened": [r.sockets_opened for r in s.rounds],
-            "facts": {**s.facts, **({COST_FACT: cost_fact(s.traced)} if s.traced else {})},
+            "facts": {**s.facts, **({COUNTED_FACT: counted_fact(s.counted)} if s.counted else {})},
             "system_costs": costs_json(s.rounds),
             "l4": transport_json(s.rounds),
-            "traced": {
-                tool: {node: cost.to_dict() for node, cost in nodes.items()} for tool, nodes in s.traced.items()
+            "counted": {
+                tool: {node: cost.to_dict() for node, cost in nodes.items()} for tool, nodes in s.counted.items()
             },
-            "trace_error": s.trace_error,
+            "counting_error": s.counting_error,
         }
     return out
 

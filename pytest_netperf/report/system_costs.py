@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from pytest_netperf.budget.metrics import format_bytes, format_duration_ns
+from pytest_netperf.budget.families import format_bytes, format_duration_ns
 from pytest_netperf.results.model import RoundResult
 
 #: The name of the fact that carries the per-node summary into every report.

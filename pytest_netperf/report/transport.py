@@ -8,7 +8,7 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, Optional
 
-from pytest_netperf.budget.metrics import format_bytes, format_duration_ns, format_packet_rate
+from pytest_netperf.budget.families import format_bytes, format_duration_ns, format_packet_rate
 from pytest_netperf.results.model import RoundResult, TransportStats
 
 #: The name of the fact that carries the L4 summary into every report.

@@ -14,8 +14,8 @@ Running drivers: ``commands`` (host runners), ``runners`` (a driver in a short-l
 container), ``process_guard`` (children that die with their parent).
 
 Reading costs: ``cgroups`` and ``costs`` (CPU, memory, packets per node), ``wire`` (packet
-counters of one interface), ``traced_clone`` and ``trace_output`` (valgrind/strace clones
-of a node for the cost pass).
+counters of one interface), ``counting_clone`` and ``trace_output`` (valgrind/strace clones
+of a node for the counting pass).
 
 ``cleanup`` removes what pytest-netperf created. Importing this package does not contact
 Docker; the functions in its modules do when called.

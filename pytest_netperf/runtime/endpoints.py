@@ -13,7 +13,7 @@ from docker.errors import APIError, NotFound
 from pytest_netperf.engine import labels as L
 from pytest_netperf.runtime.commands import CommandRunner
 from pytest_netperf.runtime.costs import SystemProbe
-from pytest_netperf.runtime.traced_clone import NodeTracer
+from pytest_netperf.runtime.counting_clone import NodeCounter
 from pytest_netperf.runtime.wire import WireProbe
 
 __all__ = ["Endpoint", "TopologyGuard"]
@@ -119,8 +119,8 @@ class Endpoint:
     costs: SystemProbe | None = field(default=None, hash=False, compare=False, repr=False)
     #: counts packets on the server's interface around each L4 round (None for HTTP targets)
     wire: WireProbe | None = field(default=None, hash=False, compare=False, repr=False)
-    #: runs the node the URL enters under valgrind or strace (the cost pass); None: cannot
-    tracer: NodeTracer | None = field(default=None, hash=False, compare=False, repr=False)
+    #: runs the node the URL enters under valgrind or strace (the counting pass); None: cannot
+    counter: NodeCounter | None = field(default=None, hash=False, compare=False, repr=False)
 
     def guard(self) -> str | None:
         """None while ``url`` still reaches this session's running topology, else the reason.

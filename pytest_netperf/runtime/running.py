@@ -12,10 +12,10 @@ from pytest_netperf.errors import NetperfError
 from pytest_netperf.revision.diff import CHANGES_FACT
 from pytest_netperf.runtime.cleanup import clean_network
 from pytest_netperf.runtime.costs import Member, SystemProbe
+from pytest_netperf.runtime.counting_clone import NodeCounter
 from pytest_netperf.runtime.endpoints import Endpoint, TopologyGuard
 from pytest_netperf.runtime.resources import CoreSplit
 from pytest_netperf.runtime.runners import ContainerRunner
-from pytest_netperf.runtime.traced_clone import NodeTracer
 from pytest_netperf.runtime.wire import WireProbe, container_pid
 from pytest_netperf.topology.model import Topology
 from pytest_netperf.topology.resources import Resources
@@ -57,7 +57,7 @@ class RunningTopology:
         copied_files: Mapping[str, tuple[str, ...]] | None = None,
     ) -> None:
         self.topology = topology
-        #: node -> the config files copied into its container (a traced clone gets them too)
+        #: node -> the config files copied into its container (a counted clone gets them too)
         self.copied_files: dict[str, tuple[str, ...]] = dict(copied_files or {})
         self.network = network
         self.network_id = network_id or network
@@ -146,11 +146,11 @@ class RunningTopology:
         costs = self.cost_probe()
         wire = self.wire_probe(target.node) if target.scheme != "http" else None
         path = target.path if target.scheme == "http" else ""
-        tracer = self.tracer(target.node, target.port) if target.scheme in ("http", "tcp") else None
+        counter = self.counter(target.node, target.port) if target.scheme in ("http", "tcp") else None
         if not target.via_dns:
             url = f"{target.scheme}://{self.ip(target.node)}:{target.port}{path}"
             return Endpoint(
-                url, None, "host", target.host_header, images, guard, facts, costs=costs, wire=wire, tracer=tracer
+                url, None, "host", target.host_header, images, guard, facts, costs=costs, wire=wire, counter=counter
             )
         if self._driver_image is None:
             raise TopologyStartError(
@@ -159,12 +159,12 @@ class RunningTopology:
         runner = ContainerRunner(self._client, self._driver_image, self.network, self._labels)
         url = f"{target.scheme}://{self.topology.dns_name(target.node)}:{target.port}{path}"
         return Endpoint(
-            url, runner, runner.where, target.host_header, images, guard, facts, costs=costs, wire=wire, tracer=tracer
+            url, runner, runner.where, target.host_header, images, guard, facts, costs=costs, wire=wire, counter=counter
         )
 
-    def tracer(self, node: str, port: int) -> NodeTracer | None:
-        """Traced clones of the node that serves ``port`` in ``node``'s network namespace (the
-        cost pass): ``node`` itself, or the pod member listening there (a sidecar's inbound
+    def counter(self, node: str, port: int) -> NodeCounter | None:
+        """Counted clones of the node that serves ``port`` in ``node``'s network namespace (the
+        counting pass): ``node`` itself, or the pod member listening there (a sidecar's inbound
         port), cloned beside a plain clone of its pod root. None for a node on the host's
         network (a clone could not take its port)."""
         root = self.topology.pod_root(node)
@@ -173,7 +173,7 @@ class RunningTopology:
         members = self.topology.pod_members(node)
         serving = next((m for m in members if port in (m.port, *m.extra_ports)), self.topology.node(node))
         companion = None if serving.name == root.name else self._containers[root.name]
-        return NodeTracer(
+        return NodeCounter(
             self._client,
             self._containers[serving.name],
             serving.name,

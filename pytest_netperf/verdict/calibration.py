@@ -22,8 +22,9 @@ from scipy import special
 from pytest_netperf import defaults
 from pytest_netperf.atomic_file import write_text_atomic
 from pytest_netperf.budget import metrics
+from pytest_netperf.budget.families import format_duration_ns
 from pytest_netperf.budget.grammar import Budget, coerce_budget
-from pytest_netperf.budget.metrics import format_duration_ns, metric_value
+from pytest_netperf.budget.metrics import metric_value
 from pytest_netperf.errors import BaselineError
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.verdict.error_control import alpha_for_look

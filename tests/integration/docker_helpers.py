@@ -146,13 +146,13 @@ def team_repo(path: Path, gate: str) -> Path:
     return path / "team_gateway" / "nginx" / "edge.conf"
 
 
-def skip_without_cost_image(image: str) -> None:
-    """Skip (with the reason) unless the cost variant of ``image`` (valgrind, strace) exists or can be built."""
+def skip_without_counting_image(image: str) -> None:
+    """Skip (with the reason) unless the counting variant of ``image`` (valgrind, strace) exists or can be built."""
     from pytest_netperf.engine.client import docker_client
-    from pytest_netperf.images.cost_image import cost_image
+    from pytest_netperf.images.counting_image import counting_image
     from pytest_netperf.images.rootfs import ImageBuildError
 
     try:
-        cost_image(docker_client(), image, "integration test")
+        counting_image(docker_client(), image, "integration test")
     except (ImageBuildError, NetperfError) as exc:
-        pytest.skip(f"no cost image of {image}: {exc}")
+        pytest.skip(f"no counting image of {image}: {exc}")

@@ -13,7 +13,7 @@ from pytest_netperf import Node, Target, Topology
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
 from pytest_netperf.images.build import build_images
-from pytest_netperf.images.cost_image import cost_image_tag
+from pytest_netperf.images.counting_image import counting_image_tag
 from pytest_netperf.images.layers import LABEL_INPUTS, image_id
 from pytest_netperf.images.resolve import image_report, resolve_image
 from pytest_netperf.images.roles import BASE_IMAGE, LOCAL_IMAGES, OFFICIAL_IMAGES, ROLES
@@ -53,8 +53,8 @@ def test_second_build_reuses_every_image(client: DockerClient, local_images: dic
 def test_cost_build_adds_the_proxies_cost_variants(client: DockerClient, local_images: dict[str, str]) -> None:
     lines: list[str] = []
     built = build_images(only=["nginx", "echo"], progress=lines.append, cost=True)
-    assert set(built) == {"nginx", "echo", "nginx-cost"}  # echo is no proxy: no cost variant
-    assert built["nginx-cost"] == cost_image_tag(str(client.images.get(local_images["nginx"]).id))
+    assert set(built) == {"nginx", "echo", "nginx-cost"}  # echo is no proxy: no counting variant
+    assert built["nginx-cost"] == counting_image_tag(str(client.images.get(local_images["nginx"]).id))
     output = client.containers.run(built["nginx-cost"], ["valgrind", "--version"], remove=True, stdout=True)
     assert output.decode().startswith("valgrind-")
 

@@ -9,13 +9,10 @@ and under CI they are throttled. Real driver, real loopback echo server, rounds 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from pytester_helpers import netperf_args
 
-from pytest_netperf.errors import DriverNotFoundError
-from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
 
 FAST = netperf_args(3, 3, "0.3", "0.1", "--netperf-max-lag=100", "-p", "no:randomly")
@@ -46,23 +43,6 @@ def test_bad_load_option(netperf):
 
 PLUGIN_SOURCE = ("def pytest_runtest_call", "self =", "hooks.py", "session.py", "gate.py", "yield", "During handling")
 RATIO_AND_INTERVAL = r"\d+\.\d{3}x \[\d+\.\d{3}x, \d+\.\d{3}x\]"
-
-
-@pytest.fixture(scope="module")
-def echo_server() -> Iterator[LocalEchoServer]:
-    try:
-        find_driver_binary()
-    except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(f"netperf-driver is not installed: {exc}")
-    with LocalEchoServer() as server:
-        yield server
-
-
-@pytest.fixture
-def echo(echo_server: LocalEchoServer, monkeypatch: pytest.MonkeyPatch) -> LocalEchoServer:
-    monkeypatch.setenv("NETPERF_TEST_URL", echo_server.url)
-    monkeypatch.delenv("CI", raising=False)
-    return echo_server
 
 
 def failure_sections(lines: list[str]) -> dict[str, list[str]]:

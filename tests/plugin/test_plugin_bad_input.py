@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pytester_helpers import netperf_args
 
-from pytest_netperf.errors import DriverNotFoundError
-from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
 
 FAST = netperf_args(2, 2, "0.3", "0.1", "--netperf-max-lag=100")
@@ -80,28 +77,6 @@ def strict_loads(text: str) -> object:
         raise ValueError(f"non-standard JSON constant {constant}")
 
     return json.loads(text, parse_constant=reject)
-
-
-@pytest.fixture
-def no_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Strict mode off by default in the pytester runs (the suite itself may run under CI)."""
-    monkeypatch.delenv("CI", raising=False)
-
-
-@pytest.fixture(scope="module")
-def echo_server() -> Iterator[LocalEchoServer]:
-    try:
-        find_driver_binary()
-    except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(f"netperf-driver is not installed: {exc}")
-    with LocalEchoServer() as server:
-        yield server
-
-
-@pytest.fixture
-def echo(echo_server: LocalEchoServer, monkeypatch: pytest.MonkeyPatch, no_ci: None) -> LocalEchoServer:
-    monkeypatch.setenv("NETPERF_TEST_URL", echo_server.url)
-    return echo_server
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
@@ -477,3 +452,28 @@ def test_a_base_revision_outside_a_git_repository_is_a_usage_error(pytester: pyt
     result = pytester.runpytest_subprocess("--netperf-base=main", "-p", "no:cacheprovider")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*is not inside a git repository; --netperf-base needs one*"])
+
+
+@pytest.mark.parametrize(
+    ("ini", "args", "message"),
+    [
+        ("", ["--netperf-cost-requests=5"], "--netperf-counting-requests: counting_requests must be >= 10 (got 5)"),
+        ("netperf_cost_repetitions = 0", [], "ini netperf_cost_repetitions: counting_repetitions must be >= 1 (got 0)"),
+        (
+            "netperf_cost_repetitions = 0\nnetperf_counting_repetitions = -1",
+            [],
+            "ini netperf_counting_repetitions: counting_repetitions must be >= 1 (got -1)",
+        ),
+    ],
+)
+def test_the_counting_pass_settings_keep_their_former_cost_names(
+    pytester: pytest.Pytester, no_ci: None, ini: str, args: list[str], message: str
+) -> None:
+    """``--netperf-cost-requests`` and the ``netperf_cost_*`` ini keys, their names before the
+    counting pass had one name, are still read (the new key wins), and an error names the
+    spelling the user wrote."""
+    pytester.makeini(f"[pytest]\n{ini}\n")
+    pytester.makepyfile("def test_x():\n    pass\n")
+    result = pytester.runpytest(*args)
+    result.stderr.fnmatch_lines([f"ERROR: pytest-netperf: {message}"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -15,14 +15,11 @@ session's class).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pytester_helpers import json_report, netperf_args
 
-from pytest_netperf.errors import DriverNotFoundError
-from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
 
 FAST = netperf_args(2, 2, "0.3", "0.1", "--netperf-max-lag=100")
@@ -53,28 +50,6 @@ def pytest_netperf_machine_class(config, fingerprint, derived):
     assert derived and fingerprint["logical_cores"]
     return os.environ.get("TEST_RUNNER_CLASS")
 """
-
-
-@pytest.fixture
-def no_ci(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Strict mode off by default in the pytester runs (the suite itself may run under CI)."""
-    monkeypatch.delenv("CI", raising=False)
-
-
-@pytest.fixture(scope="module")
-def echo_server() -> Iterator[LocalEchoServer]:
-    try:
-        find_driver_binary()
-    except DriverNotFoundError as exc:  # pragma: no cover - depends on the machine
-        pytest.skip(f"netperf-driver is not installed: {exc}")
-    with LocalEchoServer() as server:
-        yield server
-
-
-@pytest.fixture
-def echo(echo_server: LocalEchoServer, monkeypatch: pytest.MonkeyPatch, no_ci: None) -> LocalEchoServer:
-    monkeypatch.setenv("NETPERF_TEST_URL", echo_server.url)
-    return echo_server
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:

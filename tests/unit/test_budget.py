@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_netperf.budget.families import format_duration_ns
 from pytest_netperf.budget.grammar import (
     Budget,
     coerce_budget,
     parse_budget,
 )
-from pytest_netperf.budget.metrics import format_duration_ns
 from pytest_netperf.errors import BudgetSyntaxError
 
 MS = 1e6

@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_netperf.budget import metrics
+from pytest_netperf.budget.families import Family
 from pytest_netperf.budget.grammar import Budget, parse_budget
-from pytest_netperf.budget.metrics import Family
 from pytest_netperf.errors import BudgetSyntaxError
 
 LATENCY = metrics.names(Family.LATENCY)

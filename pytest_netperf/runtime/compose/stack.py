@@ -26,12 +26,12 @@ from pytest_netperf.runtime.compose import diagnostics
 from pytest_netperf.runtime.compose import project as P
 from pytest_netperf.runtime.compose.commands import ProjectCommands
 from pytest_netperf.runtime.costs import Member, SystemProbe
+from pytest_netperf.runtime.counting_clone import NodeCounter
 from pytest_netperf.runtime.endpoints import Endpoint, TopologyGuard
 from pytest_netperf.runtime.listening import ListenWatch, listening_ports
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.resources import CoreSplit
 from pytest_netperf.runtime.runners import ContainerRunner
-from pytest_netperf.runtime.traced_clone import NodeTracer
 from pytest_netperf.topology.resources import Resources
 
 __all__ = ["ComposeStack"]
@@ -160,15 +160,15 @@ class ComposeStack:
         endpoint = self._endpoint(service, port, path, host, via_dns, guard, address, network)
         return replace(endpoint, base_note=self.base_note, base_error=self.base_error)
 
-    def tracer(self, service: str, port: int) -> NodeTracer:
-        """Traced clones of ``service``'s first container serving on ``port`` (the cost pass). A
+    def counter(self, service: str, port: int) -> NodeCounter:
+        """Counted clones of ``service``'s first container serving on ``port`` (the counting pass). A
         service in another's network namespace (``network_mode: service:X``, a sidecar) is
-        traced in a clone that joins a plain clone of X, as it joins X itself."""
+        counted in a clone that joins a plain clone of X, as it joins X itself."""
         container = self.service(service)[0]
         root = self._root_container(service, container)
         network, _, _, _ = self._attachment(service, root)
         companion = root if root.id != container.id else None
-        return NodeTracer(self._client, container, service, network, port, companion=companion)
+        return NodeCounter(self._client, container, service, network, port, companion=companion)
 
     def _endpoint(
         self,
@@ -182,7 +182,7 @@ class ComposeStack:
         network: str,
     ) -> Endpoint:
         images, facts, costs = self._image_ids(), self.facts(), self.cost_probe()
-        tracer = self.tracer(service, port)
+        counter = self.counter(service, port)
         if via_dns:
             if self._driver_image is None:
                 raise ComposeUsageError(
@@ -191,9 +191,9 @@ class ComposeStack:
                 )
             runner = ContainerRunner(self._client, self._driver_image, network, self._labels)
             url = f"http://{service}:{port}{path}"
-            return Endpoint(url, runner, runner.where, host, images, guard, facts, costs=costs, tracer=tracer)
+            return Endpoint(url, runner, runner.where, host, images, guard, facts, costs=costs, counter=counter)
         return Endpoint(
-            f"http://{address}:{port}{path}", None, "host", host, images, guard, facts, costs=costs, tracer=tracer
+            f"http://{address}:{port}{path}", None, "host", host, images, guard, facts, costs=costs, counter=counter
         )
 
     def cost_probe(self) -> SystemProbe:

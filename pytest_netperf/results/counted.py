@@ -1,9 +1,9 @@
-"""Deterministic costs of one node: what a traced run counted, and the marginal cost per request.
+"""Counted costs of one node: what a counted run counted, and the marginal cost per request.
 
-A traced run (:class:`TraceCount`) is the node's own process under valgrind (instructions) or
+A counted run (:class:`CountedRun`) is the node's own process under valgrind (instructions) or
 strace (system calls) serving an exact number of requests. Two runs with different counts
 give the marginal cost per request, in which start-up and shut-down cancel
-(:class:`MarginalCost`); repeating the pair shows how deterministic the count is.
+(:class:`CountedCost`); repeating the pair shows how deterministic the count is.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 @dataclass(frozen=True)
 class CountingTool:
-    """One tool of a cost pass: what it counts, under which program, as which metric."""
+    """One tool of a counting pass: what it counts, under which program, as which metric."""
 
     #: What it counts, the key of its counts everywhere (``instructions``, ``syscalls``).
     name: str
@@ -43,7 +43,7 @@ class CountingTool:
         return f"{delta:+,.{self.decimals}f}"
 
 
-#: The tools of a cost pass, by what they count.
+#: The tools of a counting pass, by what they count.
 INSTRUCTIONS = "instructions"
 SYSCALLS = "syscalls"
 COUNTING_TOOLS: Mapping[str, CountingTool] = {
@@ -71,8 +71,8 @@ def relative_spread(values: Sequence[float]) -> float:
 
 
 @dataclass(frozen=True)
-class TraceCount:
-    """One traced run: the node's processes in total while serving ``requests`` requests."""
+class CountedRun:
+    """One counted run: the node's processes in total while serving ``requests`` requests."""
 
     tool: str
     requests: int
@@ -85,7 +85,7 @@ class TraceCount:
 
 
 @dataclass(frozen=True)
-class MarginalCost:
+class CountedCost:
     """Cost per request of one node under one tool, one value per repetition."""
 
     node: str
@@ -95,7 +95,7 @@ class MarginalCost:
     by_name: Mapping[str, float] = field(default_factory=dict)
     #: the two request counts whose difference each repetition measured
     requests: tuple[int, int] = (0, 0)
-    #: wall time of every traced run of this node and tool together
+    #: wall time of every counted run of this node and tool together
     seconds: float = 0.0
 
     @property
@@ -120,7 +120,7 @@ class MarginalCost:
         }
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> MarginalCost:
+    def from_dict(cls, doc: Mapping[str, Any]) -> CountedCost:
         """Inverse of :meth:`to_dict`."""
         low, high = doc.get("requests", (0, 0))
         return cls(
@@ -133,10 +133,10 @@ class MarginalCost:
         )
 
 
-def marginal(node: str, pairs: Sequence[tuple[TraceCount, TraceCount]]) -> MarginalCost:
-    """The cost per request from repetitions of (fewer requests, more requests) traced runs."""
+def marginal(node: str, pairs: Sequence[tuple[CountedRun, CountedRun]]) -> CountedCost:
+    """The cost per request from repetitions of (fewer requests, more requests) counted runs."""
     if not pairs:
-        raise ValueError("no traced runs to take a marginal cost from")
+        raise ValueError("no counted runs to take a marginal cost from")
     per_request = []
     names = {name for low, high in pairs for name in (*low.by_name, *high.by_name)}
     per_name: dict[str, list[float]] = {name: [] for name in names}
@@ -148,7 +148,7 @@ def marginal(node: str, pairs: Sequence[tuple[TraceCount, TraceCount]]) -> Margi
         for name in names:  # a name a repetition did not count changed by 0 in it
             per_name[name].append((high.by_name.get(name, 0.0) - low.by_name.get(name, 0.0)) / extra)
     first_low, first_high = pairs[0]
-    return MarginalCost(
+    return CountedCost(
         node=node,
         tool=first_low.tool,
         per_request=tuple(per_request),
@@ -158,7 +158,7 @@ def marginal(node: str, pairs: Sequence[tuple[TraceCount, TraceCount]]) -> Margi
     )
 
 
-def implausible(cost: MarginalCost) -> str:
+def implausible(cost: CountedCost) -> str:
     """Why ``cost`` cannot be a count of the requests' work (a repetition under the tool's
     plausibility floor, zero or negative), or "" when it can."""
     floor = counting_tool(cost.tool).plausible_floor

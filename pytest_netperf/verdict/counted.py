@@ -1,12 +1,12 @@
-"""Verdicts on deterministic costs (instructions, system calls per request) from repetitions.
+"""Verdicts on counted costs (instructions, system calls per request) from repetitions.
 
-A cost pass repeats each count a few times; the counts barely move, so there is no
+A counting pass repeats each count a few times; the counts barely move, so there is no
 sampling distribution to test against and the verdict carries no p-value (NaN; it is
 ``exact``, so Holm leaves it out). The range of the repetitions bounds the value (or
 the ratio of every candidate repetition to every reference repetition): PASS when the
 whole range meets the budget, FAIL when none of it does. When the budget lies inside the
 range, the range is the count's resolution: narrower than
-:data:`~pytest_netperf.defaults.DETERMINISTIC_RESOLUTION` the value is within resolution of
+:data:`~pytest_netperf.defaults.COUNTED_RESOLUTION` the value is within resolution of
 the budget (PASS), wider the count is not deterministic enough to decide (INCONCLUSIVE).
 """
 
@@ -19,20 +19,20 @@ from typing import Optional
 
 from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import Budget
-from pytest_netperf.results.traced import relative_spread
+from pytest_netperf.results.counted import relative_spread
 from pytest_netperf.verdict.stats import Verdict
 from pytest_netperf.verdict.status import Status
 
-METHOD = "deterministic"
+METHOD = "counted"
 
 
 def evaluate_repetitions(
     budget: Budget,
     candidate: Sequence[float],
     reference: Optional[Sequence[float]] = None,
-    max_spread: float = defaults.DETERMINISTIC_RESOLUTION,
+    max_spread: float = defaults.COUNTED_RESOLUTION,
 ) -> Verdict:
-    """Judge ``budget`` on the repetitions of a cost pass (``reference`` for a ratio budget)."""
+    """Judge ``budget`` on the repetitions of a counting pass (``reference`` for a ratio budget)."""
     if not candidate or (budget.form == "ratio" and not reference):
         raise ValueError(f"{budget.text}: no repetitions to judge")
     if budget.form == "ratio":
@@ -52,7 +52,7 @@ def evaluate_repetitions(
             f"{len(candidate)} repetitions; spread {relative_spread(candidate):.2%}; the interval is their range"
         )
     width = (high - low) / abs(estimate) if estimate else math.inf
-    note = f"deterministic count: {described}"
+    note = f"counted: {described}"
     if all(budget.satisfied_by(v) for v in (low, high)):
         status = Status.PASS
     elif not any(budget.satisfied_by(v) for v in (low, high)):

@@ -1,6 +1,6 @@
-"""Deterministic cost gates end to end, on the team_gateway stack under ``--netperf-base main``.
+"""Counted cost gates end to end, on the team_gateway stack under ``--netperf-base main``.
 
-The edge nginx runs in traced clones (valgrind for instructions, strace for system calls)
+The edge nginx runs in counted clones (valgrind for instructions, strace for system calls)
 at head and at the base revision. A comment in its config changes nothing; two regex
 ``location`` blocks before ``/api/`` make every request run PCRE (FAIL, naming the PCRE
 function); dropping the upstream keep-alive pool adds a connect and a close per request
@@ -10,7 +10,7 @@ function); dropping the upstream keep-alive pool adds a connect and a close per 
 from __future__ import annotations
 
 import pytest
-from docker_helpers import skip_without_compose_stack_parts, skip_without_cost_image, team_repo
+from docker_helpers import skip_without_compose_stack_parts, skip_without_counting_image, team_repo
 from pytester_helpers import json_report
 
 pytestmark = pytest.mark.docker
@@ -54,7 +54,7 @@ REGEX_LOCATIONS = """    location ~* \\.(png|jpg|gif|css|js)$ {
 @pytest.fixture(scope="module", autouse=True)
 def needs_compose_and_a_traceable_nginx() -> None:
     skip_without_compose_stack_parts()
-    skip_without_cost_image("pytest-netperf/nginx:local")
+    skip_without_counting_image("pytest-netperf/nginx:local")
 
 
 def rows(pytester: pytest.Pytester) -> dict[str, dict]:
@@ -76,13 +76,13 @@ def test_comment_passes_regex_locations_and_dropped_keepalive_fail_naming_the_co
     found = rows(pytester)
     for budget in (INSTRUCTIONS, SYSCALLS):
         assert (found[budget]["verdict"], found[budget]["reference"]) == ("PASS", "base"), found[budget]
-        assert "deterministic count: 3 repetitions each side" in notes(found[budget])
+        assert "counted: 3 repetitions each side" in notes(found[budget])
     assert 0.99 < found[INSTRUCTIONS]["raw"]["estimate"] < 1.01
     document = json_report(pytester)
     (measurement,) = document["results"]["test_gate.py::test_edge_cost"]
-    traced = measurement["series"]["candidate"]["traced"]["instructions"]["edge"]
-    assert traced["requests"] == [200, 1000] and len(traced["per_request"]) == 3
-    assert 10_000 < traced["per_request"][0] < 100_000, traced  # nginx proxies a request in ~25k instructions
+    counted = measurement["series"]["candidate"]["counted"]["instructions"]["edge"]
+    assert counted["requests"] == [200, 1000] and len(counted["per_request"]) == 3
+    assert 10_000 < counted["per_request"][0] < 100_000, counted  # nginx proxies a request in ~25k instructions
 
     assert "    location /api/ {" in original
     config.write_text(original.replace("    location /api/ {", REGEX_LOCATIONS))
@@ -104,7 +104,7 @@ def test_comment_passes_regex_locations_and_dropped_keepalive_fail_naming_the_co
     dropped.stdout.fnmatch_lines(["*FAIL: 'syscalls_per_request[[]edge[]] <= 1.0x base'*"])
 
 
-def test_a_plain_url_cannot_be_traced_and_says_why(pytester: pytest.Pytester) -> None:
+def test_a_plain_url_cannot_be_counted_and_says_why(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(
         test_plain="""
         import pytest
@@ -118,7 +118,7 @@ def test_a_plain_url_cannot_be_traced_and_says_why(pytester: pytest.Pytester) ->
     )
     result = pytester.runpytest_subprocess("--netperf-rounds=2", "--netperf-max-rounds=2", "--netperf-duration=0.3")
     assert result.ret == 1, result.stdout.str()
-    result.stdout.fnmatch_lines(["*INVALID*instructions_per_request*", "*cannot be traced*plain URL*"])
+    result.stdout.fnmatch_lines(["*INVALID*instructions_per_request*", "*cannot be counted*plain URL*"])
 
 
 def test_a_stored_baseline_keeps_the_counts_and_judges_the_next_run(pytester: pytest.Pytester) -> None:
@@ -141,7 +141,7 @@ def test_a_stored_baseline_keeps_the_counts_and_judges_the_next_run(pytester: py
     assert {row["verdict"] for row in rows(pytester).values()} == {"NEW"}
     found = (pytester.path / ".netperf").rglob("test_stored.py__test_stored-*.json")
     stored = [p for p in found if ".last-run" not in p.parts]
-    assert len(stored) == 1 and '"traced"' in stored[0].read_text(), stored
+    assert len(stored) == 1 and '"counted"' in stored[0].read_text(), stored
     judged = pytester.runpytest_subprocess(*run)
     assert judged.ret == 0, judged.stdout.str()[-3000:]
     found = rows(pytester)
@@ -198,8 +198,8 @@ def test_a_compose_sidecar_in_another_services_network_is_counted(pytester: pyte
         "--netperf-rounds=2",
         "--netperf-max-rounds=2",
         "--netperf-duration=0.3",
-        "--netperf-cost-requests=300",
-        "--netperf-cost-repetitions=2",
+        "--netperf-counting-requests=300",
+        "--netperf-counting-repetitions=2",
         "--netperf-json=results.json",
         "-p",
         "no:cacheprovider",
@@ -208,4 +208,4 @@ def test_a_compose_sidecar_in_another_services_network_is_counted(pytester: pyte
     found = rows(pytester)
     for budget in ("instructions_per_request[edge] <= 60k", "syscalls_per_request[edge] <= 20"):
         assert found[budget]["verdict"] == "PASS", found[budget]
-        assert "cost pass of edge (candidate)" in notes(found[budget])
+        assert "counting pass of edge (candidate)" in notes(found[budget])

@@ -1,4 +1,4 @@
-"""The cost pass's pure parts: tool output parsing, marginal costs, verdicts on repetitions,
+"""The counting pass's pure parts: tool output parsing, marginal costs, verdicts on repetitions,
 the grammar and registry entries, and the pass's orchestration of exact counts."""
 
 from __future__ import annotations
@@ -16,16 +16,16 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import BudgetSyntaxError, parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import BaselineError
-from pytest_netperf.measure.cost_pass import (
-    CostPassError,
-    CostPassPlan,
+from pytest_netperf.measure.counting_pass import (
+    CountingPassError,
+    CountingPlan,
     at_address,
     exact_shape,
-    run_cost_pass,
+    run_counting_pass,
 )
-from pytest_netperf.report.counted import cost_fact, cost_pass_notes
+from pytest_netperf.report.counted import counted_fact, counted_notes
+from pytest_netperf.results.counted import CountedCost, CountedRun, changed_most, marginal
 from pytest_netperf.results.model import RoundResult
-from pytest_netperf.results.traced import MarginalCost, TraceCount, changed_most, marginal
 from pytest_netperf.runtime.trace_output import (
     TraceOutputError,
     cachegrind_counts,
@@ -34,7 +34,7 @@ from pytest_netperf.runtime.trace_output import (
     valgrind_problems,
 )
 from pytest_netperf.settings import SettingError, Settings
-from pytest_netperf.verdict.deterministic import evaluate_repetitions
+from pytest_netperf.verdict.counted import evaluate_repetitions
 from pytest_netperf.verdict.status import Status
 
 CACHEGRIND = """desc: I1 cache: 32768 B, 64 B, 8-way associative
@@ -103,9 +103,9 @@ def test_a_worker_valgrind_could_not_write_for_is_reported() -> None:
     ]
 
 
-def _count(requests: int, per_request: float, start: float = 8_000_000.0, **by_name: float) -> TraceCount:
+def _count(requests: int, per_request: float, start: float = 8_000_000.0, **by_name: float) -> CountedRun:
     names = {name: value * requests for name, value in by_name.items()}
-    return TraceCount("instructions", requests, start + per_request * requests, names)
+    return CountedRun("instructions", requests, start + per_request * requests, names)
 
 
 def test_marginal_cost_cancels_start_up_and_keeps_each_repetition() -> None:
@@ -121,7 +121,7 @@ def test_marginal_cost_cancels_start_up_and_keeps_each_repetition() -> None:
     assert 0 < cost.spread < 0.003
     with pytest.raises(ValueError, match="more requests"):
         marginal("gw", [(_count(1000, 1.0), _count(200, 1.0))])
-    assert MarginalCost.from_dict(cost.to_dict()) == cost
+    assert CountedCost.from_dict(cost.to_dict()) == cost
 
 
 def test_changed_most_ranks_by_size_and_drops_small_changes() -> None:
@@ -145,7 +145,7 @@ def test_ratio_verdict_is_the_range_of_every_pair_of_repetitions(
     assert verdict.status is status
     assert verdict.ci_low == pytest.approx(min(candidate) / max(reference))
     assert verdict.ci_high == pytest.approx(max(candidate) / min(reference))
-    assert verdict.exact and verdict.method == "deterministic" and verdict.n_rounds == 3
+    assert verdict.exact and verdict.method == "counted" and verdict.n_rounds == 3
 
 
 def test_identical_system_call_counts_meet_a_budget_of_no_change() -> None:
@@ -160,28 +160,28 @@ def test_absolute_verdicts_in_both_directions() -> None:
     assert below.status is Status.FAIL and below.estimate == 7.0
 
 
-def test_grammar_and_registry_know_the_deterministic_metrics() -> None:
+def test_grammar_and_registry_know_the_counted_metrics() -> None:
     budget = parse_budget("instructions_per_request[edge,app] <= 1.01x base")
     assert (budget.comparison, budget.form, budget.threshold) == ("baseline", "ratio", 1.01)
     assert parse_budget("instructions_per_request[edge] <= 25k").threshold == 25_000
     metric = metrics.get("syscalls_per_request[edge]")
-    assert metric.deterministic and metric.unit == "syscalls/request"
+    assert metric.counted and metric.unit == "syscalls/request"
     assert metrics.tool_of("instructions_per_request[*]") == "instructions"
-    assert not metrics.get("cpu_per_request[edge]").deterministic
+    assert not metrics.get("cpu_per_request[edge]").counted
     with pytest.raises(BudgetSyntaxError, match="needs what it is relative to"):
         parse_budget("instructions_per_request[edge] <= 1.01x")
 
 
-def test_traced_values_sum_the_scoped_nodes_per_repetition() -> None:
+def test_counted_values_sum_the_scoped_nodes_per_repetition() -> None:
     costs = {
-        "edge": MarginalCost("edge", "instructions", (100.0, 101.0)),
-        "app": MarginalCost("app", "instructions", (10.0, 12.0)),
+        "edge": CountedCost("edge", "instructions", (100.0, 101.0)),
+        "app": CountedCost("app", "instructions", (10.0, 12.0)),
     }
-    assert metrics.traced_values("instructions_per_request[*]", costs) == [110.0, 113.0]
-    assert metrics.traced_values("instructions_per_request[edge]", costs) == [100.0, 101.0]
-    with pytest.raises(metrics.MetricUnavailable, match="traced: edge, app"):
-        metrics.traced_values("instructions_per_request[db]", costs)
-    with pytest.raises(metrics.MetricUnavailable, match="counted by a cost pass"):
+    assert metrics.counted_values("instructions_per_request[*]", costs) == [110.0, 113.0]
+    assert metrics.counted_values("instructions_per_request[edge]", costs) == [100.0, 101.0]
+    with pytest.raises(metrics.MetricUnavailable, match="counted: edge, app"):
+        metrics.counted_values("instructions_per_request[db]", costs)
+    with pytest.raises(metrics.MetricUnavailable, match="counted by a counting pass"):
         metrics.get("instructions_per_request[edge]").value(None)  # type: ignore[arg-type]
 
 
@@ -200,7 +200,7 @@ def test_exact_shape_keeps_the_request_and_sends_it_alone() -> None:
 
 
 class _LinearServer:
-    """A tracer whose counts are known: 5,000 to start, 2,000 instructions and 3 calls per request."""
+    """A counter whose counts are known: 5,000 to start, 2,000 instructions and 3 calls per request."""
 
     node = "gw"
 
@@ -229,13 +229,13 @@ class _LinearClone:
     def __init__(self, server: _LinearServer, tool: str) -> None:
         self.server, self.tool = server, tool
 
-    def counts(self, requests: int) -> TraceCount:
+    def counts(self, requests: int) -> CountedRun:
         self.server.calls.append((self.tool, requests))
         per = self.server.per_request if self.tool == "instructions" else 3.0
-        return TraceCount(self.tool, requests, 5_000 + per * requests, {"f": per * requests})
+        return CountedRun(self.tool, requests, 5_000 + per * requests, {"f": per * requests})
 
 
-def test_cost_pass_counts_low_and_high_per_repetition_and_tool() -> None:
+def test_counting_pass_counts_low_and_high_per_repetition_and_tool() -> None:
     server = _LinearServer()
     sent: list[tuple[str, LoadShape]] = []
 
@@ -244,8 +244,8 @@ def test_cost_pass_counts_low_and_high_per_repetition_and_tool() -> None:
         requests = int(shape.extra["requests"])
         return make_round(rps=requests / 5, url=url)
 
-    plan = CostPassPlan(low=200, high=1000, repetitions=2, time_limit_s=60.0)
-    costs = run_cost_pass(server, ["instructions", "syscalls"], run, "http://172.18.0.3:8000/x", LoadShape(), plan)
+    plan = CountingPlan(low=200, high=1000, repetitions=2, time_limit_s=60.0)
+    costs = run_counting_pass(server, ["instructions", "syscalls"], run, "http://172.18.0.3:8000/x", LoadShape(), plan)
     assert costs["instructions"].per_request == (2_000.0, 2_000.0)
     assert costs["syscalls"].by_name == {"f": 3.0}
     # the larger count first, as fast as it goes; the smaller one paced over the same 5 s
@@ -253,9 +253,9 @@ def test_cost_pass_counts_low_and_high_per_repetition_and_tool() -> None:
     assert server.calls == per_tool["instructions"] + per_tool["syscalls"]
     assert {url for url, _ in sent} == {"http://10.0.0.9:8000/x"}
     assert [shape.rate for _, shape in sent[:2]] == [None, pytest.approx(40.0)]
-    notes = cost_pass_notes(parse_budget("syscalls_per_request[gw] <= 1.0x base"), costs_by_tool(costs), None, "base")
+    notes = counted_notes(parse_budget("syscalls_per_request[gw] <= 1.0x base"), costs_by_tool(costs), None, "base")
     assert notes == [
-        "cost pass of gw (candidate): syscalls under strace, 2 x (1000 - 200) requests, 0.0s; "
+        "counting pass of gw (candidate): syscalls under strace, 2 x (1000 - 200) requests, 0.0s; "
         "3.0 per request, spread 0.00%"
     ]
 
@@ -266,9 +266,11 @@ def test_parallel_tools_give_the_same_counts_each_in_its_own_order() -> None:
     def run(url: str, shape: LoadShape) -> RoundResult:
         return make_round(rps=int(shape.extra["requests"]) / 5, url=url)
 
-    plan = CostPassPlan(low=200, high=1000, repetitions=2, time_limit_s=60.0)
-    serial = run_cost_pass(_LinearServer(), ["instructions", "syscalls"], run, "http://h:1/x", LoadShape(), plan)
-    both = run_cost_pass(server, ["instructions", "syscalls"], run, "http://h:1/x", LoadShape(), plan, parallel=True)
+    plan = CountingPlan(low=200, high=1000, repetitions=2, time_limit_s=60.0)
+    serial = run_counting_pass(_LinearServer(), ["instructions", "syscalls"], run, "http://h:1/x", LoadShape(), plan)
+    both = run_counting_pass(
+        server, ["instructions", "syscalls"], run, "http://h:1/x", LoadShape(), plan, parallel=True
+    )
     assert both == serial
     for tool in ("instructions", "syscalls"):  # each tool still runs high, then low, per repetition
         assert [n for t, n in server.calls if t == tool] == [1000, 200, 1000, 200]
@@ -282,9 +284,11 @@ def test_a_count_below_any_requests_work_is_an_error_not_a_small_cost(per_reques
     def run(url: str, shape: LoadShape) -> RoundResult:
         return make_round(rps=int(shape.extra["requests"]) / 5, url=url)
 
-    plan = CostPassPlan(low=200, high=1000, repetitions=1, time_limit_s=60.0)
-    with pytest.raises(CostPassError, match=r"instructions per request of gw counted .* below the 1000"):
-        run_cost_pass(_LinearServer(per_request), ["instructions"], run, "http://172.18.0.3:8000/x", LoadShape(), plan)
+    plan = CountingPlan(low=200, high=1000, repetitions=1, time_limit_s=60.0)
+    with pytest.raises(CountingPassError, match=r"instructions per request of gw counted .* below the 1000"):
+        run_counting_pass(
+            _LinearServer(per_request), ["instructions"], run, "http://172.18.0.3:8000/x", LoadShape(), plan
+        )
 
 
 def test_a_clone_that_answered_fewer_requests_is_an_error_and_is_removed() -> None:
@@ -295,74 +299,95 @@ def test_a_clone_that_answered_fewer_requests_is_an_error_and_is_removed() -> No
     def run(url: str, shape: LoadShape) -> RoundResult:
         return make_round(rps=30.0, url=url)  # 150 requests answered over its 5 s
 
-    plan = CostPassPlan(low=40, high=200, repetitions=2, time_limit_s=30.0)
-    with pytest.raises(CostPassError, match=r"gw: 150 of 200 requests answered under strace within the 30s limit"):
-        run_cost_pass(server, ["syscalls"], run, "http://172.18.0.3:8000/x", LoadShape(), plan)
+    plan = CountingPlan(low=40, high=200, repetitions=2, time_limit_s=30.0)
+    with pytest.raises(CountingPassError, match=r"gw: 150 of 200 requests answered under strace within the 30s limit"):
+        run_counting_pass(server, ["syscalls"], run, "http://172.18.0.3:8000/x", LoadShape(), plan)
     assert (server.live, server.removed) == (0, 1)
 
 
-def test_a_driver_failure_in_a_pass_is_a_cost_pass_error_naming_it() -> None:
+def test_a_driver_failure_in_a_pass_is_a_counting_pass_error_naming_it() -> None:
     from pytest_netperf.errors import DriverError
 
     def run(url: str, shape: LoadShape) -> RoundResult:
         raise DriverError("connection refused by 10.0.0.9:8000")
 
-    plan = CostPassPlan(low=40, high=200, repetitions=1, time_limit_s=30.0)
-    with pytest.raises(CostPassError, match=r"connection refused by 10\.0\.0\.9:8000"):
-        run_cost_pass(_LinearServer(), ["instructions"], run, "http://h:1/x", LoadShape(), plan)
+    plan = CountingPlan(low=40, high=200, repetitions=1, time_limit_s=30.0)
+    with pytest.raises(CountingPassError, match=r"connection refused by 10\.0\.0\.9:8000"):
+        run_counting_pass(_LinearServer(), ["instructions"], run, "http://h:1/x", LoadShape(), plan)
 
 
 def test_a_plain_bug_in_a_pass_is_not_turned_into_an_invalid_budget() -> None:
     def run(url: str, shape: LoadShape) -> RoundResult:
         raise ValueError("a bug")
 
-    plan = CostPassPlan(low=40, high=200, repetitions=1, time_limit_s=30.0)
+    plan = CountingPlan(low=40, high=200, repetitions=1, time_limit_s=30.0)
     with pytest.raises(ValueError, match="a bug"):
-        run_cost_pass(_LinearServer(), ["instructions"], run, "http://h:1/x", LoadShape(), plan)
+        run_counting_pass(_LinearServer(), ["instructions"], run, "http://h:1/x", LoadShape(), plan)
 
 
-def costs_by_tool(costs: dict[str, MarginalCost]) -> dict[str, dict[str, MarginalCost]]:
+def costs_by_tool(costs: dict[str, CountedCost]) -> dict[str, dict[str, CountedCost]]:
     return {tool: {cost.node: cost} for tool, cost in costs.items()}
 
 
-def test_a_stored_baseline_keeps_the_traced_costs_and_names_a_corrupt_entry(tmp_path: Path) -> None:
-    cost = MarginalCost("edge", "instructions", (25_100.0, 25_110.0, 25_090.0), {"ngx_hash_find": 170.0}, (200, 1000))
-    record = SeriesRecord(rounds=[make_round()], traced={"instructions": {"edge": cost}})
+def test_a_stored_baseline_keeps_the_counted_costs_and_names_a_corrupt_entry(tmp_path: Path) -> None:
+    cost = CountedCost("edge", "instructions", (25_100.0, 25_110.0, 25_090.0), {"ngx_hash_find": 170.0}, (200, 1000))
+    record = SeriesRecord(rounds=[make_round()], counted={"instructions": {"edge": cost}})
     stored = Baseline.new("test_gate.py::test_edge", {"candidate": record}, fingerprint={}, repo_dir=tmp_path)
     source = tmp_path / "baseline.json"
     loaded = loads(dumps(stored), source)
     assert loaded.values("candidate", "instructions_per_request[edge]") == [25_100.0, 25_110.0, 25_090.0]
-    assert loaded.series["candidate"].traced["instructions"]["edge"] == cost
-    with pytest.raises(KeyError, match="no traced node matches"):
+    assert loaded.series["candidate"].counted["instructions"]["edge"] == cost
+    with pytest.raises(KeyError, match="no counted node matches"):
         loaded.values("candidate", "syscalls_per_request[edge]")  # recorded without system calls: NEW
 
     doc = json.loads(dumps(stored))
-    doc["series"]["candidate"]["traced"]["instructions"]["edge"]["per_request"] = ["many"]
-    with pytest.raises(BaselineError, match=r"baseline\.json: .*traced\.instructions\.edge\.per_request"):
+    doc["series"]["candidate"]["counted"]["instructions"]["edge"]["per_request"] = ["many"]
+    with pytest.raises(BaselineError, match=r"baseline\.json: .*counted\.instructions\.edge\.per_request"):
         loads(json.dumps(doc), source)
 
 
-def test_cost_pass_settings_are_validated_and_make_the_plan() -> None:
-    settings = Settings.from_mapping({"cost_requests": "500", "cost_repetitions": "2", "cost_time_limit_s": "60"})
-    plan = CostPassPlan.of(settings.cost_requests, settings.cost_repetitions, settings.cost_time_limit_s)
+def test_a_baseline_written_before_the_rename_keeps_its_counted_costs_under_traced(tmp_path: Path) -> None:
+    cost = CountedCost("edge", "syscalls", (8.0, 8.0), {"writev": 2.0}, (200, 1000))
+    stored = Baseline.new(
+        "test_gate.py::test_edge",
+        {"candidate": SeriesRecord(rounds=[make_round()], counted={"syscalls": {"edge": cost}})},
+        fingerprint={},
+        repo_dir=tmp_path,
+    )
+    doc = json.loads(dumps(stored))
+    series = doc["series"]["candidate"]
+    series["traced"] = series.pop("counted")  # as 0.1 wrote it
+    loaded = loads(json.dumps(doc), tmp_path / "old.json")
+    assert loaded.values("candidate", "syscalls_per_request[edge]") == [8.0, 8.0]
+    series["traced"]["syscalls"]["edge"]["per_request"] = "eight"
+    with pytest.raises(BaselineError, match=r"old\.json: .*traced\.syscalls\.edge\.per_request"):
+        loads(json.dumps(doc), tmp_path / "old.json")
+    assert "counted" in json.loads(dumps(loaded))["series"]["candidate"]  # written back under its new name
+
+
+def test_counting_pass_settings_are_validated_and_make_the_plan() -> None:
+    settings = Settings.from_mapping(
+        {"counting_requests": "500", "counting_repetitions": "2", "counting_time_limit_s": "60"}
+    )
+    plan = CountingPlan.of(settings.counting_requests, settings.counting_repetitions, settings.counting_time_limit_s)
     assert (plan.low, plan.high, plan.repetitions, plan.time_limit_s) == (100, 500, 2, 60.0)
-    assert CostPassPlan() == CostPassPlan.of(1000, 3, 300.0)
-    with pytest.raises(SettingError, match="cost_requests must be >= 10"):
-        Settings.from_mapping({"cost_requests": "5"})
-    with pytest.raises(SettingError, match="cost_repetitions must be >= 1"):
-        Settings.from_mapping({"cost_repetitions": "0"})
+    assert CountingPlan() == CountingPlan.of(1000, 3, 300.0)
+    with pytest.raises(SettingError, match="counting_requests must be >= 10"):
+        Settings.from_mapping({"counting_requests": "5"})
+    with pytest.raises(SettingError, match="counting_repetitions must be >= 1"):
+        Settings.from_mapping({"counting_repetitions": "0"})
 
 
 def test_the_cost_fact_lists_each_node_and_its_most_frequent_system_calls() -> None:
-    traced = {
-        "instructions": {"edge": MarginalCost("edge", "instructions", (25_088.0, 25_090.0, 25_080.0))},
+    counted = {
+        "instructions": {"edge": CountedCost("edge", "instructions", (25_088.0, 25_090.0, 25_080.0))},
         "syscalls": {
-            "edge": MarginalCost(
+            "edge": CountedCost(
                 "edge", "syscalls", (8.0, 8.0, 8.0), {"epoll_wait": 2.0, "recvfrom": 2.0, "writev": 2.0, "brk": 0.001}
             )
         },
     }
-    assert cost_fact(traced) == (
+    assert counted_fact(counted) == (
         "edge 25,088 instructions; 8.00 system calls (epoll_wait 2.00, recvfrom 2.00, writev 2.00)"
     )
 
@@ -371,26 +396,26 @@ def test_the_comparison_note_names_the_functions_that_changed_most_against_the_o
     """Where the cost went: the parts whose per-request count moved most, largest first, in the
     tool's own precision; a move under the repetitions' resolution is not named."""
     budget = parse_budget("instructions_per_request[edge] <= 1.01x base")
-    before = MarginalCost(
+    before = CountedCost(
         "edge", "instructions", (18_400.0, 18_410.0), {"ngx_http_parse": 900.0, "pcre2_match_8": 0.0, "memcpy": 50.0}
     )
-    after = MarginalCost(
+    after = CountedCost(
         "edge", "instructions", (19_100.0, 19_090.0), {"ngx_http_parse": 902.0, "pcre2_match_8": 664.0, "memcpy": 80.0}
     )
-    notes = cost_pass_notes(budget, {"instructions": {"edge": after}}, {"instructions": {"edge": before}}, "base")
-    assert notes[0].startswith("cost pass of edge (candidate): instructions under valgrind, 2 x (0 - 0) requests")
-    assert notes[1].startswith("cost pass of edge (base): instructions under valgrind")
+    notes = counted_notes(budget, {"instructions": {"edge": after}}, {"instructions": {"edge": before}}, "base")
+    assert notes[0].startswith("counting pass of edge (candidate): instructions under valgrind, 2 x (0 - 0) requests")
+    assert notes[1].startswith("counting pass of edge (base): instructions under valgrind")
     # the floor is 0.2% of the base's 18,405 per request (36.8): +2 in ngx_http_parse is noise
     assert notes[2] == "edge: functions whose instructions per request changed most vs base: pcre2_match_8 +664"
 
 
 def test_the_comparison_note_says_when_no_system_call_moved() -> None:
     budget = parse_budget("syscalls_per_request[edge] <= 1.0x base")
-    same = MarginalCost("edge", "syscalls", (8.0, 8.0), {"epoll_wait": 2.0, "recvfrom": 2.0, "writev": 2.0})
-    notes = cost_pass_notes(budget, {"syscalls": {"edge": same}}, {"syscalls": {"edge": same}}, "reference")
+    same = CountedCost("edge", "syscalls", (8.0, 8.0), {"epoll_wait": 2.0, "recvfrom": 2.0, "writev": 2.0})
+    notes = counted_notes(budget, {"syscalls": {"edge": same}}, {"syscalls": {"edge": same}}, "reference")
     assert notes[-1] == "edge: no system calls changed by 0.05 or more per request vs reference"
-    dropped_pool = MarginalCost("edge", "syscalls", (10.0, 10.0), {"epoll_wait": 2.0, "connect": 1.0, "close": 1.0})
-    notes = cost_pass_notes(budget, {"syscalls": {"edge": dropped_pool}}, {"syscalls": {"edge": same}}, "base")
+    dropped_pool = CountedCost("edge", "syscalls", (10.0, 10.0), {"epoll_wait": 2.0, "connect": 1.0, "close": 1.0})
+    notes = counted_notes(budget, {"syscalls": {"edge": dropped_pool}}, {"syscalls": {"edge": same}}, "base")
     assert notes[-1] == (
         "edge: system calls whose syscalls per request changed most vs base: recvfrom -2.00, writev -2.00, close +1.00"
     )

@@ -1,9 +1,9 @@
-"""Cost images: a node's own image with valgrind and strace added, for the deterministic cost pass.
+"""Counting images: a node's own image with valgrind and strace added, for the counted counting pass.
 
 The variant is built ``FROM`` the node's image with the distribution's package manager (apt,
 apk, dnf, microdnf or yum), once per image id, and tagged ``pytest-netperf/cost:<id>``; the
 ``netperf-trace`` wrapper it carries runs the node's command under the tool and forwards the
-stop signal to the traced server, so valgrind and strace write their counts on exit.
+stop signal to the counted server, so valgrind and strace write their counts on exit.
 """
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from docker.errors import APIError, ImageNotFound
 from pytest_netperf.images.layers import LABEL_INPUTS, LABEL_ROLE, build_layer, image_id, image_labels
 from pytest_netperf.images.rootfs import ImageBuildError
 
-#: Where the wrapper lives in a cost image.
+#: Where the wrapper lives in a counting image.
 TRACE_WRAPPER = "/usr/local/bin/netperf-trace"
-#: Repository of cost images; the tag is the short id of the image they extend.
-COST_REPOSITORY = "pytest-netperf/cost"
+#: Repository of counting images; the tag is the short id of the image they extend.
+COUNTING_REPOSITORY = "pytest-netperf/counting"
 
 #: ``netperf-trace TOOL OUTDIR -- COMMAND...``: COMMAND under valgrind (``instructions``) or
 #: strace (``syscalls``), its counts written to OUTDIR. TERM or INT to the wrapper sends TERM
@@ -40,7 +40,7 @@ case "$tool" in
     target=child ;;
   *) echo "netperf-trace: unknown tool $tool" >&2; exit 64 ;;
 esac
-traced=$!
+counted=$!
 descendants() {
   local child
   for child in $(cat /proc/$1/task/*/children 2>/dev/null); do
@@ -52,16 +52,16 @@ stop() {
   # every server process at once (nginx workers, a HAProxy master's worker): each writes its
   # own counts as it exits; strace itself is left to write its summary when they are gone
   if [ "$target" = child ]; then
-    pids=$(descendants $traced)
+    pids=$(descendants $counted)
   else
-    pids="$traced $(descendants $traced)"
+    pids="$counted $(descendants $counted)"
   fi
   kill -TERM $pids 2>/dev/null
 }
 trap stop TERM INT
-wait $traced
+wait $counted
 status=$?
-while kill -0 $traced 2>/dev/null; do wait $traced; status=$?; done
+while kill -0 $counted 2>/dev/null; do wait $counted; status=$?; done
 exit $status
 """
 
@@ -78,7 +78,7 @@ _INSTALL = (
 
 
 def cost_dockerfile(image_id: str, user: str) -> str:
-    """The Dockerfile of the cost variant of ``image_id`` (whose configured user is ``user``)."""
+    """The Dockerfile of the counting variant of ``image_id`` (whose configured user is ``user``)."""
     lines = [
         f"FROM {image_id}",
         "USER root",
@@ -91,9 +91,9 @@ def cost_dockerfile(image_id: str, user: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def cost_image_tag(image_id: str) -> str:
+def counting_image_tag(image_id: str) -> str:
     """``pytest-netperf/cost:<12 hex of the image id>``."""
-    return f"{COST_REPOSITORY}:{image_id.split(':')[-1][:12]}"
+    return f"{COUNTING_REPOSITORY}:{image_id.split(':')[-1][:12]}"
 
 
 def _inputs_digest(image_id: str, user: str) -> str:
@@ -101,8 +101,8 @@ def _inputs_digest(image_id: str, user: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def cost_image(client: DockerClient, image: str, wanted_by: str = "") -> str:
-    """The cost variant of ``image`` (a tag or id), built when missing or stale; its tag.
+def counting_image(client: DockerClient, image: str, wanted_by: str = "") -> str:
+    """The counting variant of ``image`` (a tag or id), built when missing or stale; its tag.
 
     Raises ImageBuildError naming ``wanted_by`` (``service edge``), the image and the ways out
     when no package manager of the image can install valgrind and strace.
@@ -110,10 +110,10 @@ def cost_image(client: DockerClient, image: str, wanted_by: str = "") -> str:
     try:
         source = client.images.get(image)
     except ImageNotFound as exc:
-        raise ImageBuildError(f"{wanted_by or 'cost pass'}: image {image} is not present") from exc
+        raise ImageBuildError(f"{wanted_by or 'counting pass'}: image {image} is not present") from exc
     source_id = str(source.id)
     user = str((source.attrs.get("Config") or {}).get("User") or "")
-    tag = cost_image_tag(source_id)
+    tag = counting_image_tag(source_id)
     digest = _inputs_digest(source_id, user)
     labels = image_labels(client, tag)
     if labels is not None and labels.get(LABEL_INPUTS) == digest:
@@ -133,7 +133,7 @@ def cost_image(client: DockerClient, image: str, wanted_by: str = "") -> str:
         except ImageBuildError as exc:
             who = f"{wanted_by} " if wanted_by else ""
             raise ImageBuildError(
-                f"{who}(image {image}): cannot add valgrind and strace for the cost pass: {exc}\n"
+                f"{who}(image {image}): cannot add valgrind and strace for the counting pass: {exc}\n"
                 "Ways out: build a variant of the image with valgrind and strace installed (and /bin/sh) "
                 "and run the service from it, or drop the instructions_per_request/syscalls_per_request "
                 "budgets for this service (scratch and distroless images have no package manager)."

@@ -1,11 +1,11 @@
-"""Clones of a running node with its process under valgrind or strace (the cost pass's runs).
+"""Clones of a running node with its process under valgrind or strace (the counting pass's runs).
 
-A clone runs the node's own image (its cost variant, see images/cost_image.py), command,
+A clone runs the node's own image (its counting variant, see images/counting_image.py), command,
 environment, user, mounts and config files on the node's network, without the node's
 aliases, so upstream names resolve to the real upstreams and nothing routes to the clone
-but the cost pass's own requests. Each traced run starts a fresh clone, waits until its
+but the counting pass's own requests. Each counted run starts a fresh clone, waits until its
 port accepts a connection and its processes are idle (start-up finished), and is held as a
-context manager (``with tracer.clone(tool, limit) as clone:``) while the caller sends an
+context manager (``with counter.clone(tool, limit) as clone:``) while the caller sends an
 exact number of requests to ``clone.address``. ``clone.counts(requests)`` then stops every
 server process with TERM (a fast shutdown; what it costs cancels between the two counts, and
 a graceful stop such as HAProxy's SIGUSR1 can wait on idle connections) and reads the tool's
@@ -28,8 +28,8 @@ from docker.models.containers import Container
 
 from pytest_netperf.engine import labels as L
 from pytest_netperf.errors import NetperfError
-from pytest_netperf.images.cost_image import TRACE_WRAPPER, cost_image
-from pytest_netperf.results.traced import INSTRUCTIONS, TOOLS, TraceCount
+from pytest_netperf.images.counting_image import TRACE_WRAPPER, counting_image
+from pytest_netperf.results.counted import INSTRUCTIONS, TOOLS, CountedRun
 from pytest_netperf.runtime.cgroups import CgroupError, counters_from_docker_stats, locate, read_counters
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.trace_output import (
@@ -41,7 +41,7 @@ from pytest_netperf.runtime.trace_output import (
 
 #: Where a clone's tool writes its counts.
 OUTPUT_DIR = "/tmp/netperf-cost"
-#: Seconds a traced server may take to exit after TERM (valgrind writes its counts on exit).
+#: Seconds a counted server may take to exit after TERM (valgrind writes its counts on exit).
 STOP_TIMEOUT_S = 60.0
 #: The server is idle once its CPU use stays below this share of a core for IDLE_SAMPLES
 #: intervals in a row.
@@ -49,18 +49,18 @@ IDLE_CPU_SHARE = 0.02
 IDLE_INTERVAL_S = 0.25
 IDLE_SAMPLES = 2
 #: Label marking a clone (its value: the tool).
-TRACED_LABEL = f"{L.PREFIX}.traced"
+COUNTING_LABEL = f"{L.PREFIX}.counting"
 LOG_TAIL_CHARS = 3000
 _serial = itertools.count(1)
 
 
-class TraceError(NetperfError):
-    """A traced run could not count: the clone did not start, crashed, ran out of time, or its
+class CountingError(NetperfError):
+    """A counted run could not count: the clone did not start, crashed, ran out of time, or its
     counts are missing or cover fewer processes or requests than they must."""
 
 
-class NodeTracer:
-    """Traced runs of one running node (``node``) that serves on ``port``."""
+class NodeCounter:
+    """Counted runs of one running node (``node``) that serves on ``port``."""
 
     def __init__(
         self,
@@ -81,30 +81,32 @@ class NodeTracer:
         self.port = port
         self.copy_paths = tuple(copy_paths)
         self.ready_timeout_s = ready_timeout_s
-        #: the pod root whose network namespace the traced node shares (a sidecar's app): it
-        #: runs as a plain clone, and the traced clone joins its namespace
+        #: the pod root whose network namespace the counted node shares (a sidecar's app): it
+        #: runs as a plain clone, and the counted clone joins its namespace
         self.companion = companion
         self.companion_files = tuple(companion_files)
 
     def prepare(self) -> None:
-        """Build the node's cost image now (before any load): ImageBuildError naming the node,
+        """Build the node's counting image now (before any load): ImageBuildError naming the node,
         the image and the ways out when valgrind and strace cannot be added."""
         self._image()
 
     def _image(self) -> str:
         attrs = self.source.attrs
         image = str(attrs.get("Image") or (attrs.get("Config") or {}).get("Image"))
-        return cost_image(self.client, image, f"node {self.node!r} (image {(attrs.get('Config') or {}).get('Image')})")
+        return counting_image(
+            self.client, image, f"node {self.node!r} (image {(attrs.get('Config') or {}).get('Image')})"
+        )
 
     @contextlib.contextmanager
-    def clone(self, tool: str, time_limit_s: float) -> Iterator[TracedClone]:
+    def clone(self, tool: str, time_limit_s: float) -> Iterator[CountingClone]:
         """A fresh clone of the node under ``tool``, started, listening and idle; removed on exit.
 
-        Send the requests to its ``address``, then call :meth:`TracedClone.counts` for what
-        the tool counted. Raises TraceError when it does not start, listen or settle within
-        ``time_limit_s`` (the whole traced run's bound) or the readiness timeout."""
+        Send the requests to its ``address``, then call :meth:`CountingClone.counts` for what
+        the tool counted. Raises CountingError when it does not start, listen or settle within
+        ``time_limit_s`` (the whole counted run's bound) or the readiness timeout."""
         if tool not in TOOLS:
-            raise TraceError(f"{self.node}: unknown counting tool {tool!r}; expected one of {', '.join(TOOLS)}")
+            raise CountingError(f"{self.node}: unknown counting tool {tool!r}; expected one of {', '.join(TOOLS)}")
         started = time.monotonic()
         deadline = started + time_limit_s
         pod = self._start_companion() if self.companion is not None else None
@@ -114,7 +116,7 @@ class NodeTracer:
             clone.start()
             address = self._wait_ready(clone, deadline, pod)
             self._wait_idle(clone, deadline)
-            yield TracedClone(self.node, clone, tool, f"{address}:{self.port}", started, deadline)
+            yield CountingClone(self.node, clone, tool, f"{address}:{self.port}", started, deadline)
         finally:
             for container in (clone, pod):
                 if container is not None:
@@ -143,8 +145,8 @@ class NodeTracer:
         image = self._image()
         entrypoint = list(config.get("Entrypoint") or [])
         command = list(config.get("Cmd") or [])
-        options = _clone_options(self.source, f"{self.source.name}-traced-{next(_serial)}")
-        options["labels"][TRACED_LABEL] = tool
+        options = _clone_options(self.source, f"{self.source.name}-counted-{next(_serial)}")
+        options["labels"][COUNTING_LABEL] = tool
         options.update(
             entrypoint=[TRACE_WRAPPER],
             command=[tool, OUTPUT_DIR, "--", *entrypoint, *command],
@@ -169,7 +171,7 @@ class NodeTracer:
         networks = (holder.attrs.get("NetworkSettings") or {}).get("Networks") or {}
         address = str((networks.get(self.network) or {}).get("IPAddress") or "")
         if not address:
-            raise TraceError(f"{self.node}: the clone has no address on network {self.network}\n{_logs(clone)}")
+            raise CountingError(f"{self.node}: the clone has no address on network {self.network}\n{_logs(clone)}")
         timeout = max(0.0, min(deadline - time.monotonic(), self.ready_timeout_s))
         readiness = HttpReadiness(address, self.port, None, timeout_s=timeout, poll_interval_s=0.1)
         try:
@@ -177,11 +179,12 @@ class NodeTracer:
         except NodeNotReady as exc:
             exited = clone.status in ("exited", "dead")
             what = (
-                "the server exited under the tracer before it listened"
+                "the server exited under its counting tool before it listened"
                 if exited
-                else f"the server did not accept connections on port {self.port} under the tracer within {timeout:.0f}s"
+                else f"the server did not accept connections on port {self.port} under its counting tool "
+                f"within {timeout:.0f}s"
             )
-            raise TraceError(f"{self.node}: {what} ({exc})\n{_logs(clone)}") from exc
+            raise CountingError(f"{self.node}: {what} ({exc})\n{_logs(clone)}") from exc
         return address
 
     def _wait_idle(self, clone: Container, deadline: float) -> None:
@@ -193,15 +196,17 @@ class NodeTracer:
         quiet = 0
         while quiet < IDLE_SAMPLES:
             if time.monotonic() > deadline:
-                raise TraceError(f"{self.node}: the traced server kept using CPU until the time limit before any load")
+                raise CountingError(
+                    f"{self.node}: the counted server kept using CPU until the time limit before any load"
+                )
             time.sleep(IDLE_INTERVAL_S)
             now = read()
             quiet = quiet + 1 if now - last < IDLE_CPU_SHARE * IDLE_INTERVAL_S * 1e9 else 0
             last = now
 
 
-class TracedClone:
-    """A running clone under a counting tool (see :meth:`NodeTracer.clone`)."""
+class CountingClone:
+    """A running clone under a counting tool (see :meth:`NodeCounter.clone`)."""
 
     def __init__(
         self, node: str, container: Container, tool: str, address: str, started: float, deadline: float
@@ -214,20 +219,20 @@ class TracedClone:
         self._started = started
         self._deadline = deadline
 
-    def counts(self, requests: int) -> TraceCount:
+    def counts(self, requests: int) -> CountedRun:
         """Stop the server (TERM) and read what the tool counted while it served ``requests`` requests."""
         timeout = min(STOP_TIMEOUT_S, max(5.0, self._deadline - time.monotonic()))
         self._stop(timeout)
         total, by_name, processes = self._parse(_read_dir(self._container, OUTPUT_DIR))
-        return TraceCount(self.tool, requests, total, by_name, time.monotonic() - self._started, processes)
+        return CountedRun(self.tool, requests, total, by_name, time.monotonic() - self._started, processes)
 
     def _stop(self, timeout_s: float) -> None:
         self._container.stop(timeout=int(max(1.0, timeout_s)))
         self._container.reload()
         state = self._container.attrs.get("State") or {}
         if state.get("OOMKilled") or state.get("ExitCode") == 137:
-            raise TraceError(
-                f"{self._node}: the traced server did not exit within {timeout_s:.0f}s of its stop signal "
+            raise CountingError(
+                f"{self._node}: the counted server did not exit within {timeout_s:.0f}s of its stop signal "
                 f"(killed; its counts are lost)\n{_logs(self._container)}"
             )
 
@@ -237,21 +242,21 @@ class TracedClone:
                 logs = {n: t for n, t in files.items() if n.endswith(".log")}
                 problems = valgrind_problems(logs)
                 if problems:
-                    raise TraceError(
+                    raise CountingError(
                         f"{self._node}: a process was not counted (its workers would be missing): "
                         + "; ".join(problems[:3])
                     )
                 outputs = {n: t for n, t in files.items() if "/cachegrind." in f"/{n}"}
                 if not outputs:
-                    raise TraceError(f"{self._node}: valgrind wrote no counts\n{_logs(self._container)}")
+                    raise CountingError(f"{self._node}: valgrind wrote no counts\n{_logs(self._container)}")
                 return merge_cachegrind(outputs)
             text = next((t for n, t in files.items() if n.endswith("strace.txt")), None)
             if text is None:
-                raise TraceError(f"{self._node}: strace wrote no summary\n{_logs(self._container)}")
+                raise CountingError(f"{self._node}: strace wrote no summary\n{_logs(self._container)}")
             total, by_call = strace_counts(text)
             return total, by_call, 1
         except TraceOutputError as exc:
-            raise TraceError(f"{self._node}: {exc}\n{_logs(self._container)}") from exc
+            raise CountingError(f"{self._node}: {exc}\n{_logs(self._container)}") from exc
 
 
 def _cpu_reader(container: Container) -> Callable[[], int]:
@@ -329,7 +334,7 @@ def _logs(container: Container) -> str:
         else ""
     )
     tail = (text + extra)[-LOG_TAIL_CHARS:]
-    return f"--- log tail of the traced server ---\n{tail}"
+    return f"--- log tail of the counted server ---\n{tail}"
 
 
 def _remove(container: Container) -> None:

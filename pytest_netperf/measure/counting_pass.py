@@ -1,4 +1,4 @@
-"""The cost pass: what a target's entry node does per request, counted under a tracer.
+"""The counting pass: what a target's entry node does per request, counted under a counter.
 
 For each tool a budget needs (instructions under valgrind, system calls under strace) the
 pass runs the node's clone twice per repetition, serving ``high`` exact requests as fast as
@@ -21,58 +21,58 @@ from urllib.parse import urlsplit, urlunsplit
 from pytest_netperf import defaults
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import NetperfError
+from pytest_netperf.results.counted import CountedCost, CountedRun, counting_tool, implausible, marginal
 from pytest_netperf.results.model import RoundResult
-from pytest_netperf.results.traced import MarginalCost, TraceCount, counting_tool, implausible, marginal
 
 
-class TracedRun(Protocol):
-    """A running clone of a node under a counting tool (see runtime/traced_clone.py)."""
+class CountingRun(Protocol):
+    """A running clone of a node under a counting tool (see runtime/counting_clone.py)."""
 
     @property
     def address(self) -> str:
         """``host:port`` the counted requests go to."""
         ...
 
-    def counts(self, requests: int) -> TraceCount:
+    def counts(self, requests: int) -> CountedRun:
         """Stop the clone and read what the tool counted while it served ``requests`` requests."""
         ...
 
 
-class Tracer(Protocol):
-    """Runs the entry node of a target under a counting tool (see runtime/traced_clone.py)."""
+class CountingNode(Protocol):
+    """Runs the entry node of a target under a counting tool (see runtime/counting_clone.py)."""
 
     @property
     def node(self) -> str:
-        """The node that is traced: the one the target's URL enters."""
+        """The node that is counted: the one the target's URL enters."""
         ...
 
     def prepare(self) -> None:
-        """Before any load: make sure the node can be traced (its cost image), else raise."""
+        """Before any load: make sure the node can be counted (its counting image), else raise."""
         ...
 
-    def clone(self, tool: str, time_limit_s: float) -> AbstractContextManager[TracedRun]:
+    def clone(self, tool: str, time_limit_s: float) -> AbstractContextManager[CountingRun]:
         """A clone of the node under ``tool``, ready for load; removed when the block ends."""
         ...
 
 
-class CostPassError(NetperfError):
-    """A cost pass could not count: a clone did not start or serve every request, the driver
+class CountingPassError(NetperfError):
+    """A counting pass could not count: a clone did not start or serve every request, the driver
     failed, or the counts cannot be the requests' work. The budgets it serves are INVALID."""
 
 
 @dataclass(frozen=True)
-class CostPassPlan:
-    """How much the cost pass counts: two request counts, repeated, each run bounded in time."""
+class CountingPlan:
+    """How much the counting pass counts: two request counts, repeated, each run bounded in time."""
 
-    low: int = round(defaults.COST_PASS_REQUESTS * defaults.COST_PASS_LOW_SHARE)
-    high: int = defaults.COST_PASS_REQUESTS
-    repetitions: int = defaults.COST_PASS_REPETITIONS
-    time_limit_s: float = defaults.COST_PASS_TIME_LIMIT_S
+    low: int = round(defaults.COUNTING_REQUESTS * defaults.COUNTING_LOW_SHARE)
+    high: int = defaults.COUNTING_REQUESTS
+    repetitions: int = defaults.COUNTING_REPETITIONS
+    time_limit_s: float = defaults.COUNTING_TIME_LIMIT_S
 
     @classmethod
-    def of(cls, requests: int, repetitions: int, time_limit_s: float) -> CostPassPlan:
+    def of(cls, requests: int, repetitions: int, time_limit_s: float) -> CountingPlan:
         """The plan counting ``requests`` (and a fifth of them) ``repetitions`` times."""
-        return cls(max(1, round(requests * defaults.COST_PASS_LOW_SHARE)), requests, repetitions, time_limit_s)
+        return cls(max(1, round(requests * defaults.COUNTING_LOW_SHARE)), requests, repetitions, time_limit_s)
 
 
 #: A larger count answered faster than this is not paced against (nothing periodic fits in it).
@@ -85,7 +85,7 @@ def exact_shape(shape: LoadShape, requests: int, time_limit_s: float, rate: Opti
     extra = {k: v for k, v in shape.extra.items() if k not in ("realtime", "max_lag")}
     extra["requests"] = requests
     if rate:
-        extra["max_lag"] = "1s"  # a traced server is slow; pacing, not latency, is the point
+        extra["max_lag"] = "1s"  # a counted server is slow; pacing, not latency, is the point
     return replace(shape, connections=1, threads=1, rate=rate, warmup_s=0.0, duration_s=time_limit_s, extra=extra)
 
 
@@ -95,38 +95,38 @@ def at_address(url: str, address: str) -> str:
     return urlunsplit(parts._replace(netloc=address))
 
 
-def run_cost_pass(
-    tracer: Tracer,
+def run_counting_pass(
+    counter: CountingNode,
     tools: Iterable[str],
     run: Callable[[str, LoadShape], RoundResult],
     url: str,
     shape: LoadShape,
-    plan: Optional[CostPassPlan] = None,
+    plan: Optional[CountingPlan] = None,
     progress: Callable[[str], None] = lambda _: None,
     parallel: bool = False,
-) -> dict[str, MarginalCost]:
-    """tool -> marginal cost per request of ``tracer``'s node; ``run(url, shape)`` is the driver.
+) -> dict[str, CountedCost]:
+    """tool -> marginal cost per request of ``counter``'s node; ``run(url, shape)`` is the driver.
 
     With ``parallel`` each tool's repetitions run in a thread of their own, beside the other
     tool's (each run has a clone and a connection of its own): the pass takes as long as its
     slower tool instead of both, and its counts spread as they do alone
-    (benchmarks/cost_gate_power.py --both-tools). Raises CostPassError when it cannot count.
+    (benchmarks/counting_gate_power.py --both-tools). Raises CountingPassError when it cannot count.
     """
-    plan = plan or CostPassPlan()
+    plan = plan or CountingPlan()
     tools = list(tools)
 
-    def repetitions_of(tool: str) -> list[tuple[TraceCount, TraceCount]]:
+    def repetitions_of(tool: str) -> list[tuple[CountedRun, CountedRun]]:
         pairs = []
         for repetition in range(plan.repetitions):
-            # the larger count first, as fast as the traced server answers; then the smaller one
+            # the larger count first, as fast as the counted server answers; then the smaller one
             # paced over the same time, so that work a server does per second (timers, stats
             # flushes, DNS refreshes) is the same in both runs and cancels with start-up
-            high, loaded_s = _traced_run(tracer, tool, run, url, shape, plan, plan.high, None)
+            high, loaded_s = _counted_run(counter, tool, run, url, shape, plan, plan.high, None)
             pace = plan.low / loaded_s if loaded_s > MIN_PACED_S else None
-            low, _ = _traced_run(tracer, tool, run, url, shape, plan, plan.low, pace)
+            low, _ = _counted_run(counter, tool, run, url, shape, plan, plan.low, pace)
             pairs.append((low, high))
             progress(
-                f"cost pass {tracer.node} {tool} repetition {repetition + 1}/{plan.repetitions}: "
+                f"counting pass {counter.node} {tool} repetition {repetition + 1}/{plan.repetitions}: "
                 f"{low.seconds + high.seconds:.1f}s"
             )
         return pairs
@@ -138,36 +138,36 @@ def run_cost_pass(
                 pairs = {tool: future.result() for tool, future in futures.items()}
         else:
             pairs = {tool: repetitions_of(tool) for tool in tools}
-    except CostPassError:
+    except CountingPassError:
         raise
-    except NetperfError as exc:  # the clone (TraceError, a missing cost image) or the driver
-        raise CostPassError(str(exc)) from exc
-    costs = {tool: marginal(tracer.node, pairs[tool]) for tool in tools}
+    except NetperfError as exc:  # the clone (CountingError, a missing counting image) or the driver
+        raise CountingPassError(str(exc)) from exc
+    costs = {tool: marginal(counter.node, pairs[tool]) for tool in tools}
     for cost in costs.values():
         problem = implausible(cost)
         if problem:
-            raise CostPassError(problem)
+            raise CountingPassError(problem)
     return costs
 
 
-def _traced_run(
-    tracer: Tracer,
+def _counted_run(
+    counter: CountingNode,
     tool: str,
     run: Callable[[str, LoadShape], RoundResult],
     url: str,
     shape: LoadShape,
-    plan: CostPassPlan,
+    plan: CountingPlan,
     requests: int,
     rate: Optional[float],
-) -> tuple[TraceCount, float]:
-    """One traced run of ``requests`` requests (paced at ``rate`` when given) and the seconds
+) -> tuple[CountedRun, float]:
+    """One counted run of ``requests`` requests (paced at ``rate`` when given) and the seconds
     its load took."""
-    with tracer.clone(tool, plan.time_limit_s) as clone:
+    with counter.clone(tool, plan.time_limit_s) as clone:
         result = run(at_address(url, clone.address), exact_shape(shape, requests, plan.time_limit_s, rate))
         answered = int(result.ok)
         if answered != requests:
-            raise CostPassError(
-                f"{tracer.node}: {answered} of {requests} requests answered under "
+            raise CountingPassError(
+                f"{counter.node}: {answered} of {requests} requests answered under "
                 f"{counting_tool(tool).program} within the {plan.time_limit_s:g}s limit; a count over fewer "
                 "requests than sent would be too small"
             )
@@ -175,14 +175,14 @@ def _traced_run(
     return count, (result.ok / result.achieved_rps if result.achieved_rps > 0 else 0.0)
 
 
-def cost_pass_problem(url: str, tracer: Optional[Tracer], driver: str) -> str:
-    """Why a series cannot have a cost pass, or "" when it can."""
-    if tracer is None:
+def counting_problem(url: str, counter: Optional[CountingNode], driver: str) -> str:
+    """Why a series cannot have a counting pass, or "" when it can."""
+    if counter is None:
         return (
-            f"{url} cannot be traced: the cost pass clones the node that serves a target, so it needs an endpoint "
+            f"{url} cannot be counted: the counting pass clones the node that serves a target, so it needs an endpoint "
             "of netperf_topology or netperf_compose whose node has a network namespace a clone can take (not a "
             "plain URL or a node on the host network)"
         )
     if driver != "rust":
-        return f"the cost pass sends exact request counts with the rust driver; this series uses {driver}"
+        return f"the counting pass sends exact request counts with the rust driver; this series uses {driver}"
     return ""

@@ -1,12 +1,12 @@
-"""The deterministic cost gate's own figures on real proxies: false FAILs on A/A, detection of
+"""The counted cost gate's own figures on real proxies: false FAILs on A/A, detection of
 small injected config changes, and seconds to a verdict.
 
 For each proxy (nginx, HAProxy, Envoy; the local images) three topologies of the proxy node
 ``edge`` in front of the echo app are stood up once: ``a`` and ``a2`` with the same config,
-and ``b`` with one small change injected. Every gate runs fresh cost passes (the gate's own
-code: measure/cost_pass.py on runtime/traced_clone.py, 3 repetitions of 200 and 1000
+and ``b`` with one small change injected. Every gate runs fresh counting passes (the gate's own
+code: measure/counting_pass.py on runtime/counting_clone.py, 3 repetitions of 200 and 1000
 requests by default) on two of them and judges the budget on the repetitions
-(verdict/deterministic.py), as ``instructions_per_request[edge] <= 1.005x base`` would:
+(verdict/counted.py), as ``instructions_per_request[edge] <= 1.005x base`` would:
 
 ==========  ===============================================  =======================================
 proxy       injected change (b)                              budget
@@ -19,11 +19,11 @@ nginx-ka    upstream ``keepalive`` pool removed               syscalls_per_reque
 
 A/A gates compare ``a2`` with ``a``; detection gates compare ``b`` with ``a``. Printed per proxy:
 false FAILs, catches, INCONCLUSIVEs, the measured change, the repetitions' spread and the
-median seconds to a verdict (both sides' cost passes).
+median seconds to a verdict (both sides' counting passes).
 
-Usage: python benchmarks/cost_gate_power.py [--gates 20] [--proxies nginx,haproxy:10,envoy:5,nginx-ka]
+Usage: python benchmarks/counting_gate_power.py [--gates 20] [--proxies nginx,haproxy:10,envoy:5,nginx-ka]
        [--budget 1.005] [--repetitions 3] [--low 200] [--high 1000] [--both-tools]
-Needs Docker, the local images (`netperf images build`) and Debian's apt for the cost images.
+Needs Docker, the local images (`netperf images build`) and Debian's apt for the counting images.
 Everything started is removed.
 """
 
@@ -41,13 +41,13 @@ from pathlib import Path
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.rust import RustDriver
-from pytest_netperf.measure.cost_pass import CostPassPlan, run_cost_pass
-from pytest_netperf.results.traced import MarginalCost
+from pytest_netperf.measure.counting_pass import CountingPlan, run_counting_pass
+from pytest_netperf.results.counted import CountedCost
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.running import RunningTopology
 from pytest_netperf.topology.model import Node, Target, Topology
-from pytest_netperf.verdict.deterministic import evaluate_repetitions
+from pytest_netperf.verdict.counted import evaluate_repetitions
 from pytest_netperf.verdict.status import Status
 
 NGINX = """worker_processes 1;
@@ -176,14 +176,16 @@ def topology(name: str, kind: str, config: Path) -> Topology:
     return Topology(name, (app, edge), (Target("edge", "edge", 80),))
 
 
-def cost_of(running: RunningTopology, tool: str, plan: CostPassPlan, both_tools: bool) -> MarginalCost:
+def cost_of(running: RunningTopology, tool: str, plan: CountingPlan, both_tools: bool) -> CountedCost:
     """``tool``'s cost of the stack's edge; with ``both_tools`` counted beside the other tool's
     runs, as a test with both budgets on a machine of two or more cores does."""
     endpoint = running.endpoint("edge")
-    assert endpoint.tracer is not None
+    assert endpoint.counter is not None
     driver = RustDriver()
     tools = ["instructions", "syscalls"] if both_tools else [tool]
-    return run_cost_pass(endpoint.tracer, tools, driver.run, endpoint.url, LoadShape(), plan, parallel=both_tools)[tool]
+    return run_counting_pass(endpoint.counter, tools, driver.run, endpoint.url, LoadShape(), plan, parallel=both_tools)[
+        tool
+    ]
 
 
 def main() -> None:
@@ -198,14 +200,14 @@ def main() -> None:
         "--both-tools", action="store_true", help="count instructions and system calls side by side in every pass"
     )
     args = parser.parse_args()
-    plan = CostPassPlan(low=args.low, high=args.high, repetitions=args.repetitions)
+    plan = CountingPlan(low=args.low, high=args.high, repetitions=args.repetitions)
     known = cases(args.budget)
     session = f"costpower{uuid.uuid4().hex[:8]}"
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     runtime = DockerRuntime(session, {}, core_split=None)
     rows = []
     try:
-        with tempfile.TemporaryDirectory(prefix="netperf-cost-power-") as folder:
+        with tempfile.TemporaryDirectory(prefix="netperf-counting-power-") as folder:
             for item in args.proxies.split(","):
                 name, _, count = item.partition(":")
                 gates = int(count) if count else args.gates
