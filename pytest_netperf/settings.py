@@ -18,6 +18,7 @@ from pytest_netperf.drivers import HTTP_DRIVER_NAMES
 from pytest_netperf.drivers.locust.worker_service import parse_master
 from pytest_netperf.measure.design import DESIGNS
 from pytest_netperf.measure.gate_settings import GateSettings
+from pytest_netperf.runtime.machine_speed import SPEED_THRESHOLD
 from pytest_netperf.runtime.resources import default_split, usable_cores
 from pytest_netperf.topology.resources import cpuset_text, parse_cpuset
 from pytest_netperf.verdict.policy import POLICIES
@@ -41,8 +42,8 @@ SETTING_HELP: dict[str, str] = {
     "rounds_min": f"rounds per target before the first verdict (default {defaults.ROUNDS_MIN})",
     "rounds_max": f"rounds at most while a budget is inconclusive (default {defaults.ROUNDS_MAX})",
     "round_batch": f"rounds added at each look while a budget is undecided (default {defaults.ROUND_BATCH})",
-    "saturated_retries": "times a round whose driver was saturated is measured again before the test is INVALID "
-    f"(default {defaults.SATURATED_ROUND_RETRIES})",
+    "saturated_retries": "times a round whose driver's saturation spoils a budget is measured again before it "
+    f"is kept and left out of the budgets it spoils (default {defaults.SATURATED_ROUND_RETRIES})",
     "round_duration_s": f"measured seconds per round (default {defaults.ROUND_DURATION_S:g})",
     "warmup_s": "warmup seconds before a target's first round of a measurement, excluded from results "
     f"(default {defaults.WARMUP_S:g})",
@@ -64,7 +65,10 @@ SETTING_HELP: dict[str, str] = {
     f"the requests, the stop); a run over it is INVALID (default {defaults.COUNTING_TIME_LIMIT_S:g})",
     "fingerprint_mismatch": "when this test's stored baseline is of another machine class only: new (not used, "
     "the budgets are NEW), warn (judge against it with a warning) or fail; default "
-    f"{defaults.FINGERPRINT_MISMATCH}. Within the class, a changed kernel, version or image warns (fail: fails)",
+    f"{defaults.FINGERPRINT_MISMATCH}. Within the class, a changed kernel, version or image warns (fail: fails); "
+    f"a baseline whose machine measured another speed (its calibration more than {SPEED_THRESHOLD:g}x from this "
+    "machine's) "
+    "makes the wall-clock budgets NEW and still judges counted costs (warn: judged with a note; fail: fails)",
     "base": "the base revision of a pull request (a git ref such as origin/main): every Compose stack is "
     "stood up from it too and measured beside the working tree's; budgets against 'base' judge the pairs",
     "base_skip_unchanged": "with --netperf-base: skip a test whose Compose stack and the files it uses are the "

@@ -159,54 +159,95 @@ pub struct HealthInputs {
     pub threads: Vec<ThreadUsage>,
 }
 
+/// What a saturated client fell short in; each kind spoils different figures of the run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SaturationKind {
+    /// A load thread's own CPU was the limit: rates and latencies measure the client.
+    ClientCpu,
+    /// The load loop ran behind its timetable (or never idled waiting for a CPU): latencies
+    /// include the client's wait (coordinated omission); counts and CPU per request do not.
+    Schedule,
+    /// Requests the schedule asked for never left the client: the sent rate and the
+    /// client-side errors are the client's.
+    SendRate,
+}
+
+/// One reason a run's client was saturated.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Saturation {
+    /// Which figures it spoils.
+    pub kind: SaturationKind,
+    /// What happened, in words.
+    pub reason: String,
+}
+
 /// Reasons this run's client was saturated (empty when healthy).
 ///
 /// Errors and a low `achieved_ratio` alone never make a run saturated: a slow target with
 /// too few connections also fills the client queue, and that is the target's result. They
 /// are named as the client's shortfall only when a load thread was saturated.
-pub fn saturation_reasons(h: &HealthInputs) -> Vec<String> {
-    let mut reasons = Vec::new();
+pub fn saturations(h: &HealthInputs) -> Vec<Saturation> {
+    let mut found = Vec::new();
+    let mut push = |kind, reason| found.push(Saturation { kind, reason });
     for (i, u) in h.threads.iter().enumerate() {
         if u.cpu_util > CPU_PEGGED {
-            reasons.push(format!(
-                "thread {i} CPU at {:.0}% over the window (> {:.0}%)",
-                u.cpu_util * 100.0,
-                CPU_PEGGED * 100.0
-            ));
+            push(
+                SaturationKind::ClientCpu,
+                format!(
+                    "thread {i} CPU at {:.0}% over the window (> {:.0}%)",
+                    u.cpu_util * 100.0,
+                    CPU_PEGGED * 100.0
+                ),
+            );
         } else if thread_saturated(h.open_loop, u) {
             let busy = u.busy_util.unwrap_or(0.0);
-            reasons.push(format!(
-                "thread {i} never idle over the window: {:.0}% on CPU + {:.0}% waiting for a CPU (> {:.0}%)",
-                u.cpu_util * 100.0,
-                (busy - u.cpu_util).max(0.0) * 100.0,
-                BUSY_PEGGED * 100.0
-            ));
+            push(
+                SaturationKind::Schedule,
+                format!(
+                    "thread {i} never idle over the window: {:.0}% on CPU + {:.0}% waiting for a CPU (> {:.0}%)",
+                    u.cpu_util * 100.0,
+                    (busy - u.cpu_util).max(0.0) * 100.0,
+                    BUSY_PEGGED * 100.0
+                ),
+            );
         }
     }
     if !h.open_loop {
-        return reasons;
+        return found;
     }
     if let Some(lag) = h.lag_p99_ns {
         if lag > h.max_lag_ns {
-            reasons.push(format!(
-                "schedule lag p99 {:.1} us above bound {:.1} us",
-                lag as f64 / 1e3,
-                h.max_lag_ns as f64 / 1e3
-            ));
+            push(
+                SaturationKind::Schedule,
+                format!(
+                    "schedule lag p99 {:.1} us above bound {:.1} us",
+                    lag as f64 / 1e3,
+                    h.max_lag_ns as f64 / 1e3
+                ),
+            );
         }
     }
-    let client_bound = !reasons.is_empty();
+    let client_bound = !found.is_empty();
     if let (Some(r), true) = (h.achieved_ratio, client_bound) {
         if r < MIN_ACHIEVED {
-            reasons.push(format!(
-                "achieved {:.1}% of requested rate (< {:.0}%); {} requests never left the client queue",
-                r * 100.0,
-                MIN_ACHIEVED * 100.0,
-                h.queue_timeouts
-            ));
+            found.push(Saturation {
+                kind: SaturationKind::SendRate,
+                reason: format!(
+                    "achieved {:.1}% of requested rate (< {:.0}%); {} requests never left the client queue",
+                    r * 100.0,
+                    MIN_ACHIEVED * 100.0,
+                    h.queue_timeouts
+                ),
+            });
         }
     }
-    reasons
+    found
+}
+
+/// The reasons of [`saturations`] as text.
+pub fn saturation_reasons(h: &HealthInputs) -> Vec<String> {
+    saturations(h).into_iter().map(|s| s.reason).collect()
 }
 
 #[cfg(test)]
@@ -250,6 +291,15 @@ mod tests {
         );
         assert!(r[1].contains("schedule lag p99 2500.0 us"), "{r:?}");
         assert!(r[2].contains("achieved 93.1% of requested rate"), "{r:?}");
+        let kinds: Vec<_> = saturations(&h).into_iter().map(|s| s.kind).collect();
+        assert_eq!(
+            kinds,
+            [
+                SaturationKind::ClientCpu,
+                SaturationKind::Schedule,
+                SaturationKind::SendRate
+            ]
+        );
         assert!(
             r[2].contains("69 requests never left the client queue"),
             "{r:?}"

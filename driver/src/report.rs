@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::health::{cpu_bound, saturation_reasons, CpuTimes, HealthInputs, ThreadUsage};
+use crate::health::{cpu_bound, saturations, CpuTimes, HealthInputs, SaturationKind, ThreadUsage};
 use crate::hist::{summarize, LatencyStats};
 use crate::load::plan::Plan;
 use crate::load::stats::{ErrorKind, ThreadStats, ERROR_NAMES};
@@ -118,6 +118,8 @@ pub struct Client {
     /// Some load thread's own CPU was pegged (false: a saturated run waited for CPUs).
     pub cpu_bound: bool,
     pub saturation_reasons: Vec<String>,
+    /// What each reason spoils, in the same order.
+    pub saturation_kinds: Vec<SaturationKind>,
 }
 
 /// Process-level inputs besides the merged statistics.
@@ -155,7 +157,7 @@ impl Document {
                 stats.requests as f64 / stats.scheduled as f64
             }
         });
-        let reasons = saturation_reasons(&HealthInputs {
+        let found = saturations(&HealthInputs {
             open_loop: open,
             achieved_ratio,
             queue_timeouts: stats.errors[ErrorKind::QueueTimeout as usize],
@@ -279,9 +281,10 @@ impl Document {
                 thread_busy_util: facts.threads.iter().map(|u| u.busy_util).collect(),
                 schedule_lag_p99_ns: lag_p99,
                 achieved_ratio,
-                saturated: !reasons.is_empty(),
+                saturated: !found.is_empty(),
                 cpu_bound: cpu_bound(&facts.threads),
-                saturation_reasons: reasons,
+                saturation_reasons: found.iter().map(|s| s.reason.clone()).collect(),
+                saturation_kinds: found.iter().map(|s| s.kind).collect(),
             },
         }
     }

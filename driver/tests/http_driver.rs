@@ -145,8 +145,15 @@ fn open_loop_the_client_cannot_sustain_is_saturated_and_not_inflated() {
     assert_schema_valid(&doc);
     let reasons = doc["client"]["saturation_reasons"].to_string();
     assert_eq!(doc["client"]["saturated"], true, "{reasons}");
-    assert!(reasons.contains("thread 0"), "{reasons}");
+    // What the client failed at is named: its thread pegged, or its loop behind the
+    // schedule (on a shared runner the thread may be preempted rather than pegged).
+    assert!(
+        reasons.contains("thread 0") || reasons.contains("schedule lag"),
+        "{reasons}"
+    );
     assert!(reasons.contains("never left the client queue"), "{reasons}");
+    let kinds = doc["client"]["saturation_kinds"].to_string();
+    assert!(kinds.contains("send_rate"), "{kinds}");
     let achieved = num(&doc, "summary.achieved_rps");
     let closed = before.max(after);
     // The old accounting reported 2.3-2.6x the closed-loop rate here; noise between the

@@ -177,6 +177,7 @@ def round_from_json(doc: Mapping[str, Any], url: str, requested_pps: Optional[fl
             client.achieved_ratio = sent_pps / requested_pps
             if client.achieved_ratio < defaults.UDP_MIN_SENT_SHARE:
                 client.saturated = True
+                client.saturation_kinds.append("send_rate")
                 client.saturation_reasons.append(
                     f"iperf3 sent {sent_pps:,.0f} datagrams/s of the {requested_pps:,.0f} asked for "
                     f"({client.achieved_ratio:.0%}; client CPU {client.cpu_util:.0%}): the client cannot "

@@ -67,6 +67,7 @@ def round_from_driver_json(doc: Mapping[str, Any]) -> RoundResult:
             saturated=bool(cli.get("saturated", False)),
             cpu_bound=bool(cli.get("cpu_bound", True)),
             saturation_reasons=list(cli.get("saturation_reasons", [])),
+            saturation_kinds=list(cli.get("saturation_kinds", [])),
         ),
         connections=cfg.get("connections"),
         driver_version=str(doc.get("tool", {}).get("version", "")),

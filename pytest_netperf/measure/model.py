@@ -7,6 +7,7 @@ budget compares the candidate with is answered in one place, :meth:`Measurement.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -20,7 +21,7 @@ from pytest_netperf.measure.counting_pass import CountingNode
 from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS
 from pytest_netperf.measure.endpoint import WireCounter
 from pytest_netperf.measure.system_costs import CostProbe
-from pytest_netperf.measure.validity import samples_problem
+from pytest_netperf.measure.validity import Disturbance, runner_busy, samples_problem
 from pytest_netperf.results.counted import CountedCost
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.verdict import stats
@@ -62,6 +63,9 @@ class Series:
     wire: Optional[WireCounter] = None
     #: Why each kept round whose driver was saturated was the stack's doing (see measure/contention.py).
     starved: list[str] = field(default_factory=list)
+    #: Kept rounds whose driver was saturated on every attempt for another reason, by round
+    #: index: left out of the budgets their saturation spoils (measure/validity.py).
+    disturbed: dict[int, Disturbance] = field(default_factory=dict)
     #: Runs the target's entry node under a counting tool (the counting pass); None: it cannot.
     counter: Optional[CountingNode] = None
     #: tool -> node -> cost per request the counting pass counted (``instructions``, ``syscalls``)
@@ -69,13 +73,18 @@ class Series:
     #: Why the counting pass of this series could not count (its budgets are INVALID), or "".
     counting_error: str = ""
 
-    def values(self, metric: str) -> list[float]:
-        """Per-round values of ``metric``; per-repetition values of a counted cost."""
+    def values(self, metric: str, skip: Collection[int] = ()) -> list[float]:
+        """Per-round values of ``metric`` (without the rounds whose indexes are in ``skip``);
+        per-repetition values of a counted cost."""
         if metrics.get(metric).counted:
             if self.counting_error:
                 raise metrics.MetricUnavailable(f"{metric}: the counting pass could not count: {self.counting_error}")
             return metrics.counted_values(metric, self.counted.get(metrics.tool_of(metric), {}))
-        return [metric_value(r, metric) for r in self.rounds]
+        return [metric_value(r, metric) for i, r in enumerate(self.rounds) if i not in skip]
+
+    def kept_rounds(self, skip: Collection[int] = ()) -> list[RoundResult]:
+        """The rounds whose indexes are not in ``skip``."""
+        return [r for i, r in enumerate(self.rounds) if i not in skip]
 
     def driver_or_fail(self, where: str = "") -> Driver:
         """The series' driver; NetperfError for a series rebuilt from a record (it measures nothing)."""
@@ -108,6 +117,8 @@ class Measurement:
     groups: list[list[Series]] = field(default_factory=list)
     #: Why series alternated although the settings asked for simultaneous rounds ("" when not).
     design_note: str = ""
+    #: The open-loop rate a share of the measured capacity came to (``rate="25%"``), or "".
+    rate_note: str = ""
 
     def series(self) -> list[Series]:
         """Candidate first, then the reference and the base twin when there are any."""
@@ -139,12 +150,39 @@ class Measurement:
         """``simultaneous`` when any series were loaded together, else ``alternate``."""
         return SIMULTANEOUS if any(len(group) > 1 for group in self.groups) else ALTERNATE
 
+    def spoiled_rounds(self, budget: Budget) -> dict[int, tuple[Series, Disturbance]]:
+        """Rounds whose driver's saturation spoils ``budget``'s metric on either side of its
+        comparison, by round index (paired rounds leave together), with the series and why."""
+        spoiled: dict[int, tuple[Series, Disturbance]] = {}
+        for series in self.judged(budget):
+            for index, disturbance in series.disturbed.items():
+                if disturbance.spoils(budget.metric):
+                    spoiled.setdefault(index, (series, disturbance))
+        return spoiled
+
+    def busy_rounds(self) -> dict[int, str]:
+        """The candidate's rounds whose runner was busy, by round index, with why (measure/validity.py)."""
+        busy: dict[int, str] = {}
+        others = [s for s in self.series() if s is not self.candidate]
+        for index, result in enumerate(self.candidate.rounds):
+            beside = [s.rounds[index] for s in others if len(s.rounds) > index]
+            why = runner_busy(result, beside)
+            if why:
+                busy[index] = why
+        return busy
+
     def data_problem(self, budget: Budget) -> Optional[str]:
         """Why ``budget`` has no data to be judged on (too few samples, no costs, both sides'
-        drivers starved), or None."""
+        drivers starved, a driver whose own CPU spoiled its figure), or None."""
         other = self.judged_series(budget)
         if other is not None and self.candidate.starved and other.starved:
             return both_sides_starved(self.candidate.label, other.label)
+        for index, (series, disturbance) in sorted(self.spoiled_rounds(budget).items()):
+            if not disturbance.by_runner:
+                return (
+                    f"{series.label} {series.url} (round {index + 1}): {disturbance.describe()}; "
+                    f"{budget.metric} measured the driver, not the target"
+                )
         for series in self.judged(budget):
             problem = samples_problem(series.rounds, budget.metric)
             if problem:
@@ -156,15 +194,16 @@ class Measurement:
         return None
 
     def judged_values(
-        self, budget: Budget, baseline_lookup: Optional[BaselineLookup] = None
+        self, budget: Budget, baseline_lookup: Optional[BaselineLookup] = None, skip: Collection[int] = ()
     ) -> tuple[list[float], Optional[list[float]]]:
         """The candidate's values of ``budget``'s metric and what they are compared with: the
         values of :meth:`judged_series` when it was measured in this run, else a stored
-        baseline's (None when there is none, or for an absolute budget)."""
-        candidate = self.candidate.values(budget.metric)
+        baseline's (None when there is none, or for an absolute budget). The rounds whose
+        indexes are in ``skip`` are left out of this run's series."""
+        candidate = self.candidate.values(budget.metric, skip)
         other = self.judged_series(budget)
         if other is not None:
-            return candidate, other.values(budget.metric)
+            return candidate, other.values(budget.metric, skip)
         if budget.comparison == "baseline" and baseline_lookup is not None and not (self.base_note or self.base_error):
             return candidate, baseline_lookup(self.key, "candidate", budget.metric)
         return candidate, None

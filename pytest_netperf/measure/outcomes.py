@@ -15,6 +15,7 @@ from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.measure.contention import starved_note
 from pytest_netperf.measure.model import BASE_LABEL, Measurement
 from pytest_netperf.measure.system_costs import closed_loop_note
+from pytest_netperf.measure.validity import left_out_note
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
 from pytest_netperf.verdict.status import Status
@@ -40,13 +41,16 @@ class BudgetOutcome:
 
 
 def error_note(m: Measurement) -> Optional[str]:
-    """``candidate had 3 errors (HTTP 502: 2, timeout: 1)`` for every series with errors, or None."""
+    """``candidate had 3 errors (HTTP 502: 2, timeout: 1)`` for every series with errors, or
+    None. Rounds whose driver could not send its schedule (their errors are the client's) are
+    left out."""
     parts = []
     for s in m.series():
-        errs = sum(r.error_count for r in s.rounds)
+        rounds = s.kept_rounds({i for i, d in s.disturbed.items() if d.spoils("errors")})
+        errs = sum(r.error_count for r in rounds)
         if errs:
             kinds: dict[str, int] = {}
-            for r in s.rounds:
+            for r in rounds:
                 for k, v in r.errors.items():
                     kinds[k] = kinds.get(k, 0) + v
                 for code, v in r.status_codes.items():
@@ -105,7 +109,12 @@ def measurement_outcomes(
             o.notes.append(v.undecidable)
         if m.design_note and not metrics.get(b.metric).counted:
             o.notes.append(m.design_note)
+        if m.rate_note and not metrics.get(b.metric).counted:
+            o.notes.append(m.rate_note)
         o.notes.extend(starved_note(s.label, s.starved, len(s.rounds)) for s in m.series() if s.starved)
+        spoiled = {i: d for i, (_, d) in m.spoiled_rounds(b).items()}
+        if spoiled and v.n_rounds:
+            o.notes.append(left_out_note(b.metric, spoiled, len(m.candidate.rounds)))
         closed_loop = closed_loop_note(b, m.candidate.rounds)
         if closed_loop:
             o.notes.append(closed_loop)
@@ -115,7 +124,8 @@ def measurement_outcomes(
         outcomes.append(o)
     if implicit_error_budget and errors:
         implicit = Budget.parse("errors == 0")
-        v = stats.evaluate(implicit, m.candidate.values("errors"), confidence=confidence)
+        client_errors = {i for i, d in m.candidate.disturbed.items() if d.spoils("errors")}
+        v = stats.evaluate(implicit, m.candidate.values("errors", client_errors), confidence=confidence)
         outcomes.append(
             BudgetOutcome(test_id, m.key, implicit, v.status, v, [errors + " (implicit budget)"], "absolute")
         )

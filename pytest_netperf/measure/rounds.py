@@ -1,7 +1,8 @@
 """The timed-rounds pass: a measurement's series driven in interleaved rounds until its budgets are decided.
 
-Rounds go R C C R … (ABBA over the groups of series loaded together); a round whose driver
-was saturated is measured again. After each batch of rounds the timed budgets are judged
+Rounds go R C C R … (ABBA over the groups of series loaded together); a round whose driver's
+saturation spoils a budget is measured again, and kept out of the budgets it spoils when it
+saturates every time (measure/validity.py). After each batch of rounds the timed budgets are judged
 (:func:`~pytest_netperf.verdict.sequential.run_sequential`) and more rounds are added while
 one is INCONCLUSIVE, up to the maximum.
 """
@@ -20,13 +21,22 @@ from pytest_netperf.measure.design import run_side_by_side
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import round_seed
 from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
+from pytest_netperf.measure.runner_watch import run_with_runner_state
 from pytest_netperf.measure.system_costs import run_with_costs
-from pytest_netperf.measure.validity import saturation_problem
+from pytest_netperf.measure.validity import (
+    MIN_KEPT_ROUNDS,
+    Disturbance,
+    contention_matters,
+    disturbance,
+    left_out_note,
+    undecided_on_this_runner,
+)
 from pytest_netperf.measure.wire_counts import run_with_wire
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.error_control import alpha_for_look
 from pytest_netperf.verdict.sequential import SequentialPlan, run_sequential
+from pytest_netperf.verdict.status import Status
 
 ProgressFn = Callable[[str], None]
 
@@ -118,22 +128,19 @@ class TimedRounds:
         for b in self.budgets:
             if not m.applies(b) or m.data_problem(b):
                 continue  # INVALID: decided in finish()
-            candidate, against = m.judged_values(b, self._baseline_lookup)
-            if b.comparison == "baseline" and against is None:
+            spoiled = {i: d for i, (_, d) in m.spoiled_rounds(b).items()}
+            if b.comparison == "baseline" and m.judged_values(b, self._baseline_lookup)[1] is None:
                 continue  # NEW: decided in finish()
-            paired = m.judged_series(b) is not None  # measured in the same interleaved rounds
-            out[b.text] = stats.evaluate(
-                replace(b, comparison="reference") if paired else b,
-                candidate,
-                reference=against if paired else None,
-                baseline=None if paired else against,
-                confidence=self.settings.confidence,
-                looks=looks,
-                look_index=look,
-                hops=m.hops if b.per_hop else None,
-                attempts=pooled_weights(b.metric, m.candidate.rounds),
-                max_rounds=max_rounds,
-            )
+            total = len(m.candidate.rounds)
+            if spoiled and total - len(spoiled) < MIN_KEPT_ROUNDS:
+                why = left_out_note(b.metric, spoiled, total)
+                out[b.text] = undecided_on_this_runner(b, why, self.settings.confidence)
+                continue
+            verdict = self._judge(m, b, set(spoiled), look, looks, max_rounds)
+            busy = {i: why for i, why in m.busy_rounds().items() if i not in spoiled}
+            if verdict.status is not Status.PASS and busy and contention_matters(b):
+                verdict = self._judge_quiet_rounds(m, b, set(spoiled), busy, (look, looks, max_rounds))
+            out[b.text] = verdict
         if len(out) > 1:
             # the same Holm correction as finish(), at this look's level: a FAIL that stops the
             # rounds early must survive the final correction, else it would end INCONCLUSIVE
@@ -141,6 +148,41 @@ class TimedRounds:
             level = alpha_for_look(1.0 - self.settings.confidence, look, looks)
             out = dict(zip(out, stats.apply_holm(list(out.values()), level), strict=True))
         return out
+
+    def _judge(
+        self, m: Measurement, b: Budget, skip: set[int], look: int, looks: int, max_rounds: Optional[int]
+    ) -> stats.Verdict:
+        """``b`` judged on the rounds of ``m`` but those in ``skip``, at look ``look`` of ``looks``."""
+        candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
+        paired = m.judged_series(b) is not None  # measured in the same interleaved rounds
+        return stats.evaluate(
+            replace(b, comparison="reference") if paired else b,
+            candidate,
+            reference=against if paired else None,
+            baseline=None if paired else against,
+            confidence=self.settings.confidence,
+            looks=looks,
+            look_index=look,
+            hops=m.hops if b.per_hop else None,
+            attempts=pooled_weights(b.metric, m.candidate.kept_rounds(skip)),
+            max_rounds=max_rounds,
+        )
+
+    def _judge_quiet_rounds(
+        self, m: Measurement, b: Budget, skip: set[int], busy: dict[int, str], look: tuple[int, int, Optional[int]]
+    ) -> stats.Verdict:
+        """An absolute wall-clock budget that did not pass, judged again without the rounds
+        measured while the runner was busy: the quiet rounds decide, and with fewer than
+        :data:`MIN_KEPT_ROUNDS` of them it is undecided on this runner (never a FAIL the
+        neighbours may have caused)."""
+        total = len(m.candidate.rounds)
+        last = busy[max(busy)]
+        why = f"{len(busy)} of {total} round(s) measured while the runner was busy ({last})"
+        if total - len(skip) - len(busy) < MIN_KEPT_ROUNDS:
+            return undecided_on_this_runner(b, why, self.settings.confidence)
+        verdict = self._judge(m, b, skip | set(busy), *look)
+        note = f"judged on the quiet rounds: {why} left out"
+        return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
 
     def _elapsed(self) -> str:
         return f"{time.monotonic() - self._started:.0f}s elapsed"
@@ -151,9 +193,10 @@ class TimedRounds:
         """Round ``index + 1`` of every series of ``group`` (of ``total`` planned so far, at most
         ``most``), loaded at the same moment when the group has more than one series.
 
-        A round whose driver was saturated is measured again (the whole group, so the sides stay
-        simultaneous); when every attempt saturated and the stack under test held the shared
-        cores each time, the round is kept with a note, else the measurement is INVALID."""
+        A round whose driver's saturation spoils a budget of ``m`` is measured again (the whole
+        group, so the sides stay simultaneous). When every attempt saturated, the round is kept:
+        judged with a note when the stack under test held the shared cores each time (the
+        change did it), else left out of the budgets it spoils (measure/validity.py)."""
         cap = f" (max {most})" if most is not None and most > total else ""
         labels = " + ".join(s.label for s in group)
         self._progress(
@@ -167,10 +210,15 @@ class TimedRounds:
                 raise InvalidMeasurement(f"{wheres[id(series)]}: {problem}; no load was sent")
         tasks = [self._round_task(s, wheres[id(s)]) for s in group]
         held_every_time = {id(s): True for s in group}
+        starved_now: set[int] = set()
         results: list[RoundResult] = []
         for attempt in range(self.settings.saturated_retries + 1):
             results = run_side_by_side(tasks)
-            saturated = [(s, r, p) for s, r in zip(group, results, strict=True) if (p := saturation_problem(r))]
+            saturated = [
+                (s, r, d)
+                for s, r in zip(group, results, strict=True)
+                if (d := disturbance(r)) is not None and self._spoils_a_budget(m, s, d)
+            ]
             if not saturated:
                 break
             held = {id(s): starved_by_stack(r, shared_cores(s.driver_or_fail())) for s, r, _ in saturated}
@@ -178,23 +226,31 @@ class TimedRounds:
                 held_every_time[id(series)] = held_every_time[id(series)] and held[id(series)] is not None
             if attempt == self.settings.saturated_retries:
                 if len(group) > 1:  # loaded together they starve each other's drivers: one at a time
-                    raise _SaturatedTogether("; ".join(f"{s.label}: {p}" for s, _, p in saturated))
-                for series, _, problem in saturated:
-                    if not held_every_time[id(series)]:
-                        tries = f" in {attempt + 1} attempts" if attempt else ""
-                        raise InvalidMeasurement(f"{wheres[id(series)]}: {problem}{tries}")
+                    raise _SaturatedTogether("; ".join(f"{s.label}: {d.describe()}" for s, _, d in saturated))
                 for series, _, _ in saturated:  # the stack under test kept the driver's CPUs: what it measured
-                    series.starved.append(held[id(series)] or "")
+                    if held_every_time[id(series)]:
+                        series.starved.append(held[id(series)] or "")
+                        starved_now.add(id(series))
                 break
-            for series, _, problem in saturated:
+            for series, _, spoiler in saturated:
                 where = wheres[id(series)]
-                self._notes.append(f"{where} measured again: {problem}")
-                self._progress(f"{self.test_id} [{m.key}] {where} measured again: {problem}")
+                self._notes.append(f"{where} measured again: {spoiler.describe()}")
+                self._progress(f"{self.test_id} [{m.key}] {where} measured again: {spoiler.describe()}")
         for series, result in zip(group, results, strict=True):
             gone = series.guard() if series.guard is not None else None
             if gone:  # vanished during the round: what answered may not have been the target
                 raise InvalidMeasurement(f"{wheres[id(series)]}: {gone} (during the round)")
+            found = disturbance(result)
+            if found is not None and id(series) not in starved_now:
+                series.disturbed[len(series.rounds)] = found
             series.rounds.append(result)
+
+    def _spoils_a_budget(self, m: Measurement, series: Series, found: Disturbance) -> bool:
+        """Whether ``found`` spoils the figure of a timed budget judged on ``series`` (worth
+        measuring the round again)."""
+        return any(
+            m.applies(b) and any(s is series for s in m.judged(b)) and found.spoils(b.metric) for b in self.budgets
+        )
 
     def _round_task(self, series: Series, where: str) -> Callable[[], RoundResult]:
         """One attempt at a round of ``series``: the driver's run with the wire and cost counters around it."""
@@ -216,4 +272,6 @@ class TimedRounds:
         def run() -> RoundResult:
             return run_with_wire(drive, series.wire, self._notes)
 
-        return lambda: run_with_costs(run, series.costs, where, self.read_costs, self._notes)
+        return lambda: run_with_runner_state(
+            lambda: run_with_costs(run, series.costs, where, self.read_costs, self._notes)
+        )

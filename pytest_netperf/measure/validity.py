@@ -1,21 +1,115 @@
-"""Whether measured rounds may be judged at all: no verdict without data.
+"""Whether measured rounds may be judged at all, budget by budget: no verdict without data.
 
-A round of a saturated driver makes the measurement INVALID. A latency budget is INVALID
-(never a PASS or a FAIL) when a round has too few latency samples (2xx responses) for
-its metric: a percentile ``q``
-needs at least ``ceil(100 / (100 - q))`` latency samples (p50: 2, p90: 10, p99: 100,
-p99.9: 1000), so that at least one sample lies at or above it; the mean and the maximum
-need one. An empty histogram is never a latency of 0.
+A saturated load driver spoils some figures of its round and not others
+(:data:`SPOILED_FAMILIES`): a driver behind its timetable (schedule lag, a thread waiting
+for a CPU) adds its own wait to every latency (coordinated omission), but the requests it
+sent were still served, counted and paid for, so throughput at a fixed rate, errors, CPU per
+request and the counted costs stand. A driver whose own CPU was the limit measured itself
+in rates and latencies; one that could not send the scheduled requests owns the shortfall
+in the sent rate and the client-side errors.
+
+A round kept with such a :class:`Disturbance` is left out of the budgets it spoils. When the
+driver waited for CPUs something else held (the runner was busy), those budgets are judged on
+the remaining rounds, and undecided on this runner when none remain. When the driver's own
+CPU was the limit, or it could not even send what was scheduled (a busy runner delays sends,
+an impossible rate drops them), they are INVALID: the load asks more than the driver can give.
+
+A latency budget is INVALID (never a PASS or a FAIL) when a round has too few latency
+samples (2xx responses) for its metric: a percentile ``q`` needs at least
+``ceil(100 / (100 - q))`` latency samples (p50: 2, p90: 10, p99: 100, p99.9: 1000), so that
+at least one sample lies at or above it; the mean and the maximum need one. An empty
+histogram is never a latency of 0.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import Enum
 from typing import Optional
 
 from pytest_netperf.budget import metrics
-from pytest_netperf.results.model import RoundResult
+from pytest_netperf.budget.families import Family
+from pytest_netperf.budget.grammar import Budget
+from pytest_netperf.results.model import ClientHealth, RoundResult
+from pytest_netperf.results.runner import outside_cores_beside
+from pytest_netperf.verdict import stats
+from pytest_netperf.verdict.status import Status
+
+#: Fewest kept rounds a budget is judged on once spoiled rounds are left out.
+MIN_KEPT_ROUNDS = 2
+
+
+class Shortfall(str, Enum):
+    """What a saturated load driver fell short in (the driver's ``saturation_kinds``)."""
+
+    #: A load thread's own CPU was the limit.
+    CLIENT_CPU = "client_cpu"
+    #: The load loop ran behind its timetable, or never idled waiting for a CPU.
+    SCHEDULE = "schedule"
+    #: Scheduled requests never left the client (or datagrams were never sent).
+    SEND_RATE = "send_rate"
+
+
+_RATES = frozenset({Family.RATE, Family.BITRATE, Family.PACKET_RATE, Family.CORES})
+
+#: The kinds of quantity each shortfall spoils. CPU per request, memory and the counted
+#: costs are never spoiled: whatever the driver managed to send was served and paid for.
+SPOILED_FAMILIES: dict[Shortfall, frozenset[Family]] = {
+    Shortfall.CLIENT_CPU: _RATES | {Family.LATENCY},
+    Shortfall.SCHEDULE: frozenset({Family.LATENCY}),
+    Shortfall.SEND_RATE: _RATES | {Family.COUNT, Family.FRACTION},
+}
+
+
+@dataclass(frozen=True)
+class Disturbance:
+    """Why a kept round's load driver was saturated, and which figures that spoils."""
+
+    kinds: frozenset[Shortfall]
+    #: The driver's reasons, in words.
+    reason: str
+    #: The driver only ran behind its timetable, waiting for CPUs that something else held
+    #: (a busy runner); False when its own CPU was the limit or it could not even send what
+    #: was scheduled (the load asks more than the driver can give).
+    by_runner: bool
+
+    def spoils(self, metric: str) -> bool:
+        """Whether ``metric``'s value of this round includes the driver's shortfall."""
+        family = metrics.get(metric).family
+        return any(family in SPOILED_FAMILIES[kind] for kind in self.kinds)
+
+    def describe(self) -> str:
+        """``the load driver was saturated (waiting for CPUs others held): ...``."""
+        if self.by_runner:
+            whose = "waiting for CPUs others held"
+        elif Shortfall.CLIENT_CPU in self.kinds:
+            whose = "its own CPU was the limit"
+        else:
+            whose = "it could not send what was scheduled"
+        return f"the load driver was saturated ({whose}): {self.reason}"
+
+
+def shortfalls(client: ClientHealth) -> frozenset[Shortfall]:
+    """The kinds of ``client``'s saturation; every kind when the driver did not say (a
+    driver that names no kind may have spoiled anything)."""
+    known = {kind.value: kind for kind in Shortfall}
+    kinds = frozenset(known[k] for k in client.saturation_kinds if k in known)
+    return kinds if kinds else frozenset(Shortfall)
+
+
+def disturbance(result: RoundResult) -> Optional[Disturbance]:
+    """The :class:`Disturbance` of ``result``'s saturated driver, or None when it was healthy."""
+    client = result.client
+    if not client.saturated:
+        return None
+    kinds = shortfalls(client)
+    return Disturbance(
+        kinds=kinds,
+        reason="; ".join(client.saturation_reasons) or "no reason given",
+        by_runner=kinds == {Shortfall.SCHEDULE} and not client.cpu_bound,
+    )
 
 
 def samples_needed(metric: str) -> int:
@@ -25,13 +119,6 @@ def samples_needed(metric: str) -> int:
         return 0
     q = known.percentile  # None for the mean and the maximum: one sample will do
     return 1 if q is None else math.ceil(100.0 / (100.0 - q) - 1e-9)
-
-
-def saturation_problem(result: RoundResult) -> Optional[str]:
-    """Why the driver's own health invalidates ``result``, or None."""
-    if not result.client.saturated:
-        return None
-    return "the load driver was saturated: " + ("; ".join(result.client.saturation_reasons) or "no reason given")
 
 
 def samples_problem(rounds: Iterable[RoundResult], metric: str) -> Optional[str]:
@@ -46,3 +133,70 @@ def samples_problem(rounds: Iterable[RoundResult], metric: str) -> Optional[str]
                 "no verdict without data"
             )
     return None
+
+
+def left_out_note(metric: str, spoiled: dict[int, Disturbance], rounds: int) -> str:
+    """``2 of 8 rounds left out of p90: the load driver was saturated (...): ...`` (the last one's reason)."""
+    last = spoiled[max(spoiled)]
+    return f"{len(spoiled)} of {rounds} round(s) left out of {metric}: {last.describe()}"
+
+
+def undecided_on_this_runner(budget: Budget, why: str, confidence: float) -> stats.Verdict:
+    """The INCONCLUSIVE verdict of a budget the busy runner left fewer than
+    :data:`MIN_KEPT_ROUNDS` rounds to judge on (``why`` says how): undecided here, said in
+    words, never a verdict on the change."""
+    nan = math.nan
+    return stats.Verdict(
+        budget=budget,
+        status=Status.INCONCLUSIVE,
+        estimate=nan,
+        ci_low=nan,
+        ci_high=nan,
+        threshold=budget.threshold,
+        n_rounds=0,
+        p_value=nan,
+        method="not judged",
+        confidence=confidence,
+        undecidable=(
+            f"this runner was too busy to measure {budget.metric}: {why}; "
+            "undecided on this runner, not a verdict on the change"
+        ),
+    )
+
+
+# ----- a busy runner and absolute wall-clock budgets ------------------------------------
+#: A round's runner was busy when other processes (outside the test's drivers and stacks)
+#: used at least this share of its cores (a neighbour at busy-neighbor's ``light`` level uses 0.25 of each core)...
+BUSY_OUTSIDE_SHARE = 0.25
+#: ... or the hypervisor stole at least this share of its CPU time.
+BUSY_STEAL_SHARE = 0.05
+#: The kinds of quantity whose absolute budgets (``p99 < 1ms``, ``loss <= 1%``) a busy runner
+#: can miss on its own: wall-clock figures. Comparisons are measured beside their reference
+#: in interleaved or simultaneous rounds, so a neighbour weighs on both sides; counts,
+#: errors and CPU per request are what the stack did whoever else ran.
+CONTENDED_FAMILIES = frozenset({Family.LATENCY, Family.RATE, Family.BITRATE, Family.PACKET_RATE})
+CONTENDED_METRICS = frozenset({"loss"})
+
+
+def contention_matters(budget: Budget) -> bool:
+    """Whether a busy runner alone can make ``budget`` miss: an absolute wall-clock budget."""
+    if budget.comparison != "absolute":
+        return False
+    return budget.metric in CONTENDED_METRICS or metrics.get(budget.metric).family in CONTENDED_FAMILIES
+
+
+def runner_busy(result: RoundResult, overlapping: Sequence[RoundResult] = ()) -> Optional[str]:
+    """Why ``result``'s runner was busy (other processes, steal), or None when it was quiet or
+    its state is unknown (no reading, or a plain URL's server among the other processes).
+    ``overlapping``: rounds of the same test loaded at the same time (their drivers and
+    stacks are the test's own)."""
+    state = result.runner
+    if state is None or state.stack_cores is None:
+        return None
+    outside = outside_cores_beside(state, [r.runner for r in overlapping if r.runner is not None])
+    if outside < BUSY_OUTSIDE_SHARE * state.cores and state.steal_share < BUSY_STEAL_SHARE:
+        return None
+    return (
+        f"other processes used {outside:.2f} of the {state.cores} cores"
+        f"{f', steal {state.steal_share:.1%}' if state.steal_share else ''}"
+    )

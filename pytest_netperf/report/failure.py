@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 from pytest_netperf.baseline.policy import UPDATE_OPTION
 from pytest_netperf.measure.model import BASE_LABEL
 from pytest_netperf.report.counted import outcome_notes
+from pytest_netperf.report.runner_state import runner_note
 from pytest_netperf.verdict.policy import undecided_fails
 from pytest_netperf.verdict.status import Status
 
@@ -72,6 +73,7 @@ def failure_text(
         measured = next((m for m in context.measurements if m.key == o.measurement), None)
         lines.extend(f"      {n}" for n in _own_notes(o, shared, policy, measured))
     lines.extend(f"  note: {n}" for n in shared)
+    lines.extend(_runner_lines(bad, context.measurements))
     steps = next_steps(bad, policy, context)
     if steps:
         lines.append("what to do:")
@@ -133,6 +135,18 @@ def reference_names(
             out[(m.key, BASE_LABEL)] = f"the base revision{revision}, whose stack did not start"
         out[(m.key, STORED_BASELINE_LABEL)] = stored
     return out
+
+
+def _runner_lines(bad: Sequence[BudgetOutcome], measurements: Sequence[Measurement]) -> list[str]:
+    """The runner's state during each measurement with a failing budget (``[hops=3]`` names one
+    that is not the default), so a busy runner is told from a regression."""
+    keys = dict.fromkeys(o.measurement for o in bad)
+    lines: list[str] = []
+    for m in measurements:
+        if m.key in keys:
+            where = "" if m.key == "default" else f"[{m.key}] "
+            lines.extend(f"  {where}{note}" for note in runner_note(m))
+    return lines
 
 
 def _shared_notes(bad: Sequence[BudgetOutcome]) -> list[str]:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 from pytest_netperf.measure.design import DESCRIPTIONS
 from pytest_netperf.report.counted import COUNTED_FACT, counted_fact, outcome_notes
 from pytest_netperf.report.load_workers import LOAD_WORKERS_FACT, workers_fact
+from pytest_netperf.report.runner_state import RUNNER_KEY, runner_json, runner_note
 from pytest_netperf.report.system_costs import SYSTEM_FACT, costs_fact, costs_json
 from pytest_netperf.report.transport import TRANSPORT_FACT, transport_fact, transport_json
 from pytest_netperf.verdict.status import SUMMARY_ORDER, WORST_FIRST, Status
@@ -43,6 +44,8 @@ class ReportRow:
     #: How the candidate and what the budget compares it with shared the runner's time
     #: (measure/design.py: simultaneous or alternate); "" when nothing of this run is compared.
     design: str = ""
+    #: How busy the runner was during the measurement's rounds (report/runner_state.py); empty when unread.
+    runner: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.verdict = Status.parse(self.verdict).value
@@ -54,6 +57,7 @@ class ReportRow:
         data = {k: v for k, v in doc.items() if k in known}
         data["notes"] = list(data.get("notes") or [])
         data["raw"] = dict(data.get("raw") or {})
+        data["runner"] = dict(data.get("runner") or {})
         data["facts"] = {
             str(label): {str(k): str(v) for k, v in (facts or {}).items()}
             for label, facts in (data.get("facts") or {}).items()
@@ -178,18 +182,20 @@ def row_for_outcome(outcome: BudgetOutcome, gate: Gate) -> ReportRow:
         interval=interval,
         verdict=outcome.status.value,
         rounds=int(v.n_rounds if v is not None else len(m.candidate.rounds)),
-        notes=outcome_notes(outcome, m),
+        notes=[*outcome_notes(outcome, m), *runner_note(m)],
         driver=m.candidate.driver,
         where=m.candidate.where,
         raw=raw,
         facts=series_facts(m),
         design=compared_design(m, outcome.budget),
+        runner=runner_json(m) or {},
     )
 
 
 def invalid_rows(gate: Gate, reason: str) -> list[ReportRow]:
     """One INVALID row per budget of a test whose measurement could not be trusted."""
     last = gate.measurements[-1].candidate if gate.measurements else None
+    measured = gate.measurements[-1] if gate.measurements else None
     facts = series_facts(gate.measurements[-1]) if gate.measurements else {}
     texts = [b.text for b in gate.budgets] or ["-"]
     return [
@@ -201,10 +207,11 @@ def invalid_rows(gate: Gate, reason: str) -> list[ReportRow]:
             interval="",
             verdict=Status.INVALID.value,
             rounds=0,
-            notes=[reason],
+            notes=[reason, *runner_note(measured)],
             driver=last.driver if last else "",
             where=last.where if last else "",
             facts={label: dict(values) for label, values in facts.items()},
+            runner=runner_json(measured) or {},
         )
         for text in texts
     ]
@@ -212,7 +219,7 @@ def invalid_rows(gate: Gate, reason: str) -> list[ReportRow]:
 
 def measurement_summary(m: Measurement) -> dict[str, Any]:
     """Per-series rounds of one measurement, for the JSON report."""
-    out: dict[str, Any] = {"key": m.key, "hops": m.hops, "series": {}}
+    out: dict[str, Any] = {"key": m.key, "hops": m.hops, RUNNER_KEY: runner_json(m), "series": {}}
     for s in m.series():
         out["series"][s.label] = {
             "url": s.url,

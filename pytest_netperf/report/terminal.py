@@ -7,6 +7,7 @@ import textwrap
 from typing import Any, Sequence
 
 from pytest_netperf.report.rows import ReportRow, as_rows, describe_facts, summary_line
+from pytest_netperf.report.runner_state import is_runner_note
 
 TABLE_WIDTH = 120
 _HEADERS = ("test", "budget", "reference", "measured", "interval", "verdict", "rounds", "notes")
@@ -54,7 +55,8 @@ def terminal_table(rows: Sequence[Any], width: int = TABLE_WIDTH, verbose: bool 
     summary line.
 
     A test's later rows leave the test cell empty; long test ids are shortened, other
-    long cells wrap; notes are footnotes (``[1]``) so they are never cut off.
+    long cells wrap; notes are footnotes (``[1]``, ``[1,2]`` with the runner's state) so they
+    are never cut off.
     """
     from tabulate import tabulate
 
@@ -65,12 +67,15 @@ def terminal_table(rows: Sequence[Any], width: int = TABLE_WIDTH, verbose: bool 
     footnotes: list[str] = []
     previous = None
     for row in rows:
-        marker = ""
-        if row.notes:
-            text = "; ".join(" ".join(n.split()) for n in row.notes)
+        # a row's own notes make one footnote; the runner's state (the same for every row of a
+        # measurement) another, so that it is printed once per measurement: ``[1,2]``
+        own = [" ".join(n.split()) for n in row.notes if not is_runner_note(n)]
+        texts = (["; ".join(own)] if own else []) + [n for n in row.notes if is_runner_note(n)]
+        for text in texts:
             if text not in footnotes:  # the same note on several rows (a base side's log) is printed once
                 footnotes.append(text)
-            marker = f"[{footnotes.index(text) + 1}]"
+        numbers = sorted({footnotes.index(text) + 1 for text in texts})
+        marker = f"[{','.join(str(n) for n in numbers)}]" if numbers else ""
         test = "" if row.test_id == previous else shorten_test_id(row.test_id, _MAX_TEST_WIDTH)
         previous = row.test_id
         cells.append(

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Mapping, Optional
 
+from pytest_netperf.results.runner import RunnerState
+
 
 @dataclass
 class LatencySummary:
@@ -73,6 +75,9 @@ class ClientHealth:
     #: its threads waited for CPUs held by something else. Unknown counts as the driver's.
     cpu_bound: bool = True
     saturation_reasons: list[str] = field(default_factory=list)
+    #: What each reason spoils (measure/validity.py ``Shortfall`` values), in the same order;
+    #: empty when the driver does not say.
+    saturation_kinds: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -231,6 +236,8 @@ class RoundResult:
     #: Wall-clock time (Unix seconds) the gate started this round's driver; None when not recorded.
     #: Sides of a simultaneous round start within milliseconds of each other.
     started_at: Optional[float] = None
+    #: How busy the machine was around this round (None where it could not be read).
+    runner: Optional[RunnerState] = None
 
     @property
     def error_count(self) -> int:
@@ -270,4 +277,6 @@ class RoundResult:
             if transport.get("wire") is not None:
                 transport["wire"] = WireCounters(**transport["wire"])
             data["transport"] = TransportStats(**transport)
+        if data.get("runner") is not None:
+            data["runner"] = RunnerState(**data["runner"])
         return cls(**data)

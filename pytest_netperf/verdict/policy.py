@@ -5,7 +5,9 @@ the rounds show a change in the harmful direction from no change (1.0x, a loss o
 nothing added): a one-sided p-value below :data:`CHANGE_LEVEL_SHARE` of ``1 - confidence``.
 An unchanged stack rarely goes red on a budget it cannot decide, whatever the noise; a
 regression clearly past the budget still goes red. Absolute budgets (``p99 < 5ms``) have
-no "no change" point and are judged as under ``estimate``.
+no "no change" point and are judged as under ``estimate``. A budget the busy runner left
+no round to judge (every round's driver behind its schedule, measure/validity.py) is green
+under every policy but ``fail``: its note says the runner could not decide it.
 ``estimate``: red when the point estimate is outside the budget (on an unchanged stack
 with a tight budget and noisy rounds, about one gate in four: a coin flip). ``fail``:
 always red. ``warn`` and ``pass``: green (``warn`` with a warning).
@@ -44,6 +46,8 @@ def undecided_fails(budget: Budget, verdict: Optional[Verdict], policy: str) -> 
         return False
     if verdict is None:
         return True  # no estimate at all: nothing says the budget holds
+    if verdict.n_rounds == 0 and verdict.undecidable:
+        return False  # the runner left no round to judge (the note says so): nothing says it fails
     outside = not budget.satisfied_by(verdict.estimate)
     if policy == "estimate" or math.isnan(verdict.p_change):
         return outside

@@ -231,13 +231,14 @@ def undecidable_note(
 def apply_holm(verdicts: Sequence[Verdict], alpha: Optional[float] = None) -> list[Verdict]:
     """Holm-correct the FAILs of a family of verdicts.
 
-    Exact (count) verdicts are not part of the family. A FAIL whose adjusted p-value no
-    longer clears ``alpha`` (default: each verdict's own ``1 - confidence``) becomes
-    INCONCLUSIVE with a note. PASS needs no correction (every budget must hold).
+    Exact (count) verdicts and budgets judged on no round (no p-value) are not part of the
+    family. A FAIL whose adjusted p-value no longer clears ``alpha`` (default: each verdict's
+    own ``1 - confidence``) becomes INCONCLUSIVE with a note. PASS needs no correction
+    (every budget must hold).
     """
-    family = [i for i, v in enumerate(verdicts) if not v.exact]
+    family = [i for i, v in enumerate(verdicts) if not v.exact and not math.isnan(v.p_value)]
     adjusted = holm_adjust([verdicts[i].p_value for i in family])
-    result = [replace(v, p_adjusted=v.p_value) if v.exact else v for v in verdicts]
+    result = [v if i in family else replace(v, p_adjusted=v.p_value) for i, v in enumerate(verdicts)]
     for index, p_adj in zip(family, adjusted, strict=True):
         verdict = verdicts[index]
         level = alpha if alpha is not None else 1.0 - verdict.confidence

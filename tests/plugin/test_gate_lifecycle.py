@@ -196,8 +196,8 @@ def test_unreachable_target_is_invalid_not_a_verdict(pytester: pytest.Pytester) 
 def test_saturated_driver_invalidates_the_measurement(
     pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A driver thread asked for far more than it can send (a million requests/s) is pegged
-    over the window and flags itself saturated: INVALID, not a verdict."""
+    """A driver thread asked for far more than it can send (a million requests/s) flags itself
+    saturated (pegged, or unable to send its schedule): the latency budget is INVALID, not a verdict."""
     pytester.makepyfile(
         """
         import os
@@ -210,7 +210,8 @@ def test_saturated_driver_invalidates_the_measurement(
     )
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
     result = _run(pytester)
-    result.stdout.fnmatch_lines(["*INVALID measurement (no verdict)*the load driver was saturated*"])
+    result.stdout.fnmatch_lines(["*INVALID: 'p50 < 50ms': no verdict*"])
+    result.stdout.fnmatch_lines(["*(round 1): the load driver was saturated*p50 measured the driver, not the target*"])
     result.stdout.fnmatch_lines(["*p50 < 50ms*INVALID*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 

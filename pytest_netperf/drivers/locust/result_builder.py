@@ -103,22 +103,26 @@ def rate_floor(expected_iterations: float, users: int) -> float:
 def client_health(document: Mapping[str, Any], context: RunContext, duration_s: float) -> ClientHealth:
     """CPU use of every Locust process, and whether any of them (or the pacing) saturated."""
     processes = list(document["processes"])
-    reasons = []
+    reasons: list[str] = []
+    kinds: list[str] = []  # measure/validity.py Shortfall values, one a reason
     for process in processes:
         busy = float(process["cpu_user_s"]) + float(process["cpu_sys_s"])
         wall = float(process["wall_s"]) or duration_s
         share = busy / wall if wall > 0 else 0.0
         if share > CPU_SATURATION_SHARE:
             reasons.append(f"{_process_label(process)} used {share:.1%} of a core during the window (> 90%)")
+            kinds.append("client_cpu")
         warned = process.get("locust_cpu_warning_percent")
         if warned is not None:
             reasons.append(f"Locust reported CPU usage above 90% ({float(warned):.0f}%) in {_process_label(process)}")
+            kinds.append("client_cpu")
         lag = process.get("loop_lag_p99_ns")
         if lag is not None and float(lag) > context.max_loop_lag_ns:
             reasons.append(
                 f"event loop lag p99 {float(lag) / 1e3:.0f} us in {_process_label(process)} above bound "
                 f"{context.max_loop_lag_ns / 1e3:.0f} us (responses wait for the client)"
             )
+            kinds.append("schedule")
     achieved_ratio = None
     if context.rate:
         iterations = int(document["window"]["iterations"])
@@ -129,6 +133,7 @@ def client_health(document: Mapping[str, Any], context: RunContext, duration_s: 
                 f"achieved {achieved_ratio:.1%} of requested rate "
                 f"(< 99%, less one paced iteration per user at the window's edge)"
             )
+            kinds.append("send_rate")
     cpu_user = sum(float(process["cpu_user_s"]) for process in processes)
     cpu_sys = sum(float(process["cpu_sys_s"]) for process in processes)
     threads = max(len(processes), 1)
@@ -141,6 +146,7 @@ def client_health(document: Mapping[str, Any], context: RunContext, duration_s: 
         achieved_ratio=achieved_ratio,
         saturated=bool(reasons),
         saturation_reasons=reasons,
+        saturation_kinds=kinds,
     )
 
 

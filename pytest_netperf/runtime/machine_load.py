@@ -1,0 +1,164 @@
+"""How busy the whole machine is: the kernel's CPU time counters and its load average.
+
+Pure parsing of ``/proc/stat`` (:func:`parse_proc_stat`) and ``/proc/loadavg``
+(:func:`parse_loadavg`) from their text, a reader that takes the paths as parameters
+(:func:`read_sample`, so tests hand it fake files), and the difference of two samples
+(:func:`machine_load`). The counters are machine-wide and the same under cgroup v1 and v2;
+inside a container they are the host's unless the runtime virtualises ``/proc``. A kernel
+that does not count steal (bare metal, kernels before 2.6.11) shows none: steal is 0.
+Nothing here imports pytest or reads anything at import time.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+PROC_STAT = Path("/proc/stat")
+PROC_LOADAVG = Path("/proc/loadavg")
+
+#: The columns of the ``cpu`` line of ``/proc/stat``, in order (kernel clock ticks). Older
+#: kernels stop early (no ``steal``, ``guest``): a missing column counts 0. ``guest`` and
+#: ``guest_nice`` are already inside ``user`` and ``nice``, so they are never added.
+_COLUMNS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")
+
+
+@dataclass(frozen=True)
+class CpuTicks:
+    """The machine's cumulative CPU time by kind, summed over its CPUs, in kernel clock ticks."""
+
+    user: int
+    nice: int
+    system: int
+    idle: int
+    iowait: int
+    irq: int
+    softirq: int
+    steal: int
+    #: CPUs the kernel lists (``cpuN`` lines).
+    cores: int
+
+    @property
+    def processes(self) -> int:
+        """Time the CPUs ran processes and kernel threads: user, nice and system."""
+        return self.user + self.nice + self.system
+
+    @property
+    def interrupts(self) -> int:
+        """Time in hard and soft interrupts (where the kernel accounts it apart: most packet work)."""
+        return self.irq + self.softirq
+
+    @property
+    def busy(self) -> int:
+        """Everything but idle and iowait: processes, interrupts and steal."""
+        return self.processes + self.interrupts + self.steal
+
+    @property
+    def total(self) -> int:
+        """All the CPU time the counters account for."""
+        return self.busy + self.idle + self.iowait
+
+
+@dataclass(frozen=True)
+class MachineSample:
+    """One reading of the machine's counters."""
+
+    #: ``time.monotonic()`` when read.
+    at: float
+    #: Unix seconds when read.
+    wall: float
+    cpu: CpuTicks
+    #: The one-minute load average (None where ``/proc/loadavg`` could not be read).
+    load_1m: Optional[float]
+
+
+@dataclass(frozen=True)
+class MachineLoad:
+    """The machine between two samples; CPU time in cores (CPU seconds per second)."""
+
+    #: Unix seconds of the first sample.
+    started_at: float
+    span_s: float
+    cores: int
+    #: Processes and kernel threads: user, nice and system.
+    process_cores: float
+    #: Hard and soft interrupts.
+    interrupt_cores: float
+    #: Share of all CPU time the hypervisor gave to other guests (0.0 without steal).
+    steal_share: float
+    #: The one-minute load average at the second sample.
+    load_1m: Optional[float]
+
+    @property
+    def busy_cores(self) -> float:
+        """Processes, interrupts and steal together."""
+        return self.process_cores + self.interrupt_cores + self.steal_share * self.cores
+
+
+def parse_proc_stat(text: str) -> CpuTicks:
+    """The aggregate ``cpu`` line of ``/proc/stat`` and the number of ``cpuN`` lines;
+    ValueError when there is no ``cpu`` line or a column is not a number."""
+    values: Optional[list[int]] = None
+    cores = 0
+    for line in text.splitlines():
+        name, _, rest = line.partition(" ")
+        if name == "cpu":
+            values = [int(v) for v in rest.split()]
+        elif name.startswith("cpu") and name[3:].isdigit():
+            cores += 1
+    if values is None or len(values) < 4:
+        raise ValueError("no 'cpu' line with at least four columns in /proc/stat")
+    padded = (values + [0] * len(_COLUMNS))[: len(_COLUMNS)]
+    return CpuTicks(**dict(zip(_COLUMNS, padded, strict=True)), cores=max(cores, 1))
+
+
+def parse_loadavg(text: str) -> float:
+    """The one-minute load average, the first field of ``/proc/loadavg``; ValueError otherwise."""
+    fields = text.split()
+    if not fields:
+        raise ValueError("empty /proc/loadavg")
+    return float(fields[0])
+
+
+def read_sample(
+    stat_path: Path = PROC_STAT,
+    loadavg_path: Path = PROC_LOADAVG,
+    clock: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
+) -> Optional[MachineSample]:
+    """The machine's counters now; None where ``/proc/stat`` cannot be read or parsed (not
+    Linux). A load average that cannot be read is None on its own."""
+    try:
+        cpu = parse_proc_stat(stat_path.read_text(encoding="ascii", errors="replace"))
+    except (OSError, ValueError):
+        return None
+    try:
+        load: Optional[float] = parse_loadavg(loadavg_path.read_text(encoding="ascii", errors="replace"))
+    except (OSError, ValueError):
+        load = None
+    return MachineSample(at=clock(), wall=wall_clock(), cpu=cpu, load_1m=load)
+
+
+def machine_load(before: MachineSample, after: MachineSample) -> Optional[MachineLoad]:
+    """What the machine did between two samples; None when no time passed on the counters
+    (or they went backwards: a CPU taken offline mid-round)."""
+    span = after.at - before.at
+    total = after.cpu.total - before.cpu.total
+    if span <= 0 or total <= 0:
+        return None
+    cores = after.cpu.cores
+
+    def in_cores(ticks: int) -> float:
+        return max(0, ticks) / total * cores
+
+    return MachineLoad(
+        started_at=before.wall,
+        span_s=span,
+        cores=cores,
+        process_cores=in_cores(after.cpu.processes - before.cpu.processes),
+        interrupt_cores=in_cores(after.cpu.interrupts - before.cpu.interrupts),
+        steal_share=max(0, after.cpu.steal - before.cpu.steal) / total,
+        load_1m=after.load_1m,
+    )

@@ -1,0 +1,114 @@
+"""Absolute wall-clock budgets on a busy runner (#38, measure/validity.py ``runner_busy``): a
+``p99 < 1ms`` that misses while processes outside the test held the cores is judged again on
+the quiet rounds, and is undecided on this runner (never a FAIL) when too few are quiet; a
+miss on a quiet runner is a FAIL as before; comparisons and plain URLs are judged as before."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from netperf_rounds import make_round
+
+from pytest_netperf.budget.grammar import parse_budget
+from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.measure import runner_watch
+from pytest_netperf.measure.gate import Gate
+from pytest_netperf.measure.gate_settings import GateSettings
+from pytest_netperf.measure.validity import contention_matters, runner_busy
+from pytest_netperf.results.model import RoundResult
+from pytest_netperf.results.runner import RunnerState
+from pytest_netperf.verdict.policy import undecided_fails
+from pytest_netperf.verdict.status import Status
+
+URL = "http://10.0.0.2/"
+
+
+@pytest.fixture(autouse=True)
+def runner_as_the_driver_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rounds keep the runner state the fake driver gives them (this machine's is not read)."""
+    monkeypatch.setattr(runner_watch, "read_sample", lambda: None)
+
+
+def state(outside: float, stack: float | None = 0.3, steal: float = 0.0, started: float = 100.0) -> RunnerState:
+    """A 2-core runner where the driver used 0.2 cores, the stack ``stack`` and others ``outside``."""
+    return RunnerState(
+        cores=2,
+        span_s=1.0,
+        process_cores=0.2 + (stack or 0.0) + outside,
+        interrupt_cores=0.05,
+        steal_share=steal,
+        load_avg_1m=1.0,
+        driver_cores=0.2,
+        stack_cores=stack,
+        started_at=started,
+    )
+
+
+class NeighbourDriver:
+    """Runs listed in ``busy`` (1-based) see a neighbour using 1.2 cores and latency ``slow_ns``."""
+
+    name = "rust"
+    cpus = None
+
+    def __init__(self, busy: set[int], quiet_ns: float = 300_000.0, slow_ns: float = 3_000_000.0) -> None:
+        self.busy, self.quiet_ns, self.slow_ns, self.calls = busy, quiet_ns, slow_ns, 0
+
+    def run(self, url: str, shape: LoadShape) -> RoundResult:
+        self.calls += 1
+        busy = self.calls in self.busy
+        result = make_round(median_ns=self.slow_ns if busy else self.quiet_ns, url=url, seed=self.calls)
+        return replace(result, runner=state(outside=1.2 if busy else 0.05))
+
+
+def judged(driver: NeighbourDriver, budget: str = "p50 < 1ms") -> object:
+    settings = GateSettings(rounds_min=6, rounds_max=6, round_duration_s=0.1, warmup_s=0.0)
+    g = Gate("t.py::test", [parse_budget(budget)], settings, driver_factory=lambda name, runner: driver)
+    g.measure(URL)
+    (outcome,) = g.finish()
+    return outcome
+
+
+def test_a_miss_on_busy_rounds_is_judged_on_the_quiet_ones() -> None:
+    outcome = judged(NeighbourDriver(busy={2, 5}))
+    assert outcome.status is Status.PASS and outcome.verdict.n_rounds == 4
+    assert "judged on the quiet rounds: 2 of 6 round(s) measured while the runner was busy" in outcome.verdict.note
+    assert "other processes used 1.20 of the 2 cores" in outcome.verdict.note
+
+
+def test_a_runner_busy_throughout_leaves_the_budget_undecided_not_red() -> None:
+    outcome = judged(NeighbourDriver(busy=set(range(1, 7))))
+    assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.n_rounds == 0
+    assert outcome.verdict.undecidable.startswith("this runner was too busy to measure p50: 6 of 6 round(s)")
+    assert not undecided_fails(outcome.budget, outcome.verdict, "change")
+
+
+def test_a_miss_on_a_quiet_runner_still_fails() -> None:
+    outcome = judged(NeighbourDriver(busy=set(), quiet_ns=3_000_000.0))
+    assert outcome.status is Status.FAIL
+
+
+def test_a_regression_the_quiet_rounds_show_still_fails() -> None:
+    outcome = judged(NeighbourDriver(busy={1}, quiet_ns=3_000_000.0, slow_ns=4_000_000.0))
+    assert outcome.status is Status.FAIL and outcome.verdict.n_rounds == 5
+
+
+def test_only_absolute_wall_clock_budgets_are_excused() -> None:
+    assert contention_matters(parse_budget("p99 < 1ms")) and contention_matters(parse_budget("loss <= 1%"))
+    assert contention_matters(parse_budget("rps >= 1000"))
+    assert not contention_matters(parse_budget("p99 <= 1.1x reference"))
+    assert not contention_matters(parse_budget("errors == 0"))
+    assert not contention_matters(parse_budget("cpu_per_request[edge] < 50us"))
+
+
+def test_what_counts_as_busy() -> None:
+    quiet = replace(make_round(), runner=state(outside=0.3))
+    assert runner_busy(quiet) is None
+    assert runner_busy(replace(make_round(), runner=state(outside=0.6))) is not None
+    assert "steal 8.0%" in (runner_busy(replace(make_round(), runner=state(outside=0.0, steal=0.08))) or "")
+    assert runner_busy(replace(make_round(), runner=state(outside=1.5, stack=None))) is None, "a plain URL's server"
+    assert runner_busy(make_round()) is None, "no reading"
+    twin = replace(make_round(), runner=state(outside=0.0, started=100.0))
+    beside = replace(make_round(), runner=state(outside=0.9))  # 0.5 of it is the twin's driver + stack
+    assert runner_busy(beside) is not None
+    assert runner_busy(beside, [twin]) is None
