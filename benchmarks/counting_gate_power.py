@@ -17,12 +17,21 @@ envoy       ``request_headers_to_add`` on the route           instructions_per_r
 nginx-ka    upstream ``keepalive`` pool removed               syscalls_per_request <= 1.0x
 ==========  ===============================================  =======================================
 
-A/A gates compare ``a2`` with ``a``; detection gates compare ``b`` with ``a``. Printed per proxy:
-false FAILs, catches, INCONCLUSIVEs, the measured change, the repetitions' spread and the
-median seconds to a verdict (both sides' counting passes).
+A/A gates compare ``a2`` with ``a``; detection gates compare ``b`` with ``a``. Printed per proxy
+and neighbour: red gates (FAIL or INVALID: a merge is blocked either way; an INCONCLUSIVE is a
+FAIL when the default final-INCONCLUSIVE policy turns it red, as the plugin's gate does), each
+count, the INCONCLUSIVEs before that policy, the measured change, the repetitions' spread and
+the median seconds to a verdict (both sides' counting passes). A counting pass that fails
+(CountingPassError: a clone that did not start, a driver that did not finish) is INVALID.
+
+With --neighbour (a comma list: ``idle``, ``light``, ``busy``, ``heavy``, ``LEVEL:N`` for N
+loopback TCP pairs; see benchmarks/_neighbour.py) each proxy's gates run once per scenario,
+with ``shared/noise/busy-neighbor --level LEVEL`` running throughout them (the stacks are
+stood up before, with no neighbour). The default is ``idle`` alone.
 
 Usage: python benchmarks/counting_gate_power.py [--gates 20] [--proxies nginx,haproxy:10,envoy:5,nginx-ka]
        [--budget 1.005] [--repetitions 3] [--low 200] [--high 1000] [--both-tools]
+       [--neighbour idle,busy,heavy:2] [--neighbour-seconds 7200] [--neighbour-seed 1]
 Needs Docker, the local images (`netperf images build`) and Debian's apt for the counting images.
 Everything started is removed.
 """
@@ -38,16 +47,20 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_netperf.budget.grammar import parse_budget
+from _neighbour import IDLE, Neighbour, NeighbourMissing, NeighbourReport, Scenario, find_program, parse_scenarios
+
+from pytest_netperf import defaults
+from pytest_netperf.budget.grammar import Budget, parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.rust import RustDriver
-from pytest_netperf.measure.counting_pass import CountingPlan, run_counting_pass
+from pytest_netperf.measure.counting_pass import CountingPassError, CountingPlan, run_counting_pass
 from pytest_netperf.results.counted import CountedCost
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.running import RunningTopology
 from pytest_netperf.topology.model import Node, Target, Topology
 from pytest_netperf.verdict.counted import evaluate_repetitions
+from pytest_netperf.verdict.policy import undecided_fails
 from pytest_netperf.verdict.status import Status
 
 NGINX = """worker_processes 1;
@@ -188,6 +201,96 @@ def cost_of(running: RunningTopology, tool: str, plan: CountingPlan, both_tools:
     ]
 
 
+@dataclass(frozen=True)
+class Outcome:
+    """One gate: its status after the default INCONCLUSIVE policy (INVALID when a pass failed)."""
+
+    status: Status
+    undecided: bool
+    estimate: float
+    spread: float
+    seconds: float
+
+
+def run_gate(
+    budget: Budget, stacks: dict[str, RunningTopology], candidate: str, case: Case, plan: CountingPlan, both: bool
+) -> tuple[Outcome, str]:
+    """A base counting pass on ``a``, a head pass on ``candidate`` and the verdict; with the line to print."""
+    started = time.monotonic()
+    try:
+        base = cost_of(stacks["a"], case.tool, plan, both)  # each gate its own base pass
+        head = cost_of(stacks[candidate], case.tool, plan, both)
+    except CountingPassError as exc:  # the budgets a failed pass serves are INVALID, as in the gate
+        seconds = time.monotonic() - started
+        return Outcome(Status.INVALID, False, float("nan"), float("nan"), seconds), f"INVALID: {exc} {seconds:.1f}s"
+    verdict = evaluate_repetitions(budget, list(head.per_request), list(base.per_request))
+    seconds = time.monotonic() - started
+    spread = max(base.spread, head.spread)
+    status, undecided = verdict.status, verdict.status is Status.INCONCLUSIVE
+    if undecided:  # the default final-INCONCLUSIVE policy decides red or green
+        status = Status.FAIL if undecided_fails(budget, verdict, defaults.INCONCLUSIVE) else Status.PASS
+    line = (
+        f"{verdict.status} {verdict.estimate:.4f}x [{verdict.ci_low:.4f}, {verdict.ci_high:.4f}] "
+        f"base {base.median:,.1f} head {head.median:,.1f} spread {spread:.2%} {seconds:.1f}s"
+    )
+    return Outcome(status, undecided, verdict.estimate, spread, seconds), line
+
+
+def run_proxy(
+    name: str,
+    case: Case,
+    stacks: dict[str, RunningTopology],
+    gates: int,
+    neighbour: Neighbour,
+    args: argparse.Namespace,
+    labelled: bool,
+) -> dict[str, list[Outcome]]:
+    """``gates`` A/A and change gates of one proxy beside ``neighbour`` (running)."""
+    plan = CountingPlan(low=args.low, high=args.high, repetitions=args.repetitions)
+    budget = parse_budget(case.budget)
+    outcomes: dict[str, list[Outcome]] = {"A/A": [], "change": []}
+    prefix = f"[{neighbour.scenario.name}] " if labelled else ""
+    for gate in range(gates):
+        for scenario, candidate in (("A/A", "a2"), ("change", "b")):
+            if neighbour.ensure_running():
+                print(f"busy-neighbor {neighbour.scenario.name}: its --seconds ran out; started again", flush=True)
+            outcome, line = run_gate(budget, stacks, candidate, case, plan, args.both_tools)
+            outcomes[scenario].append(outcome)
+            print(f"{prefix}{name} {scenario} gate {gate + 1}: {line}", flush=True)
+    return outcomes
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table."""
+
+    proxy: str
+    neighbour: str
+    busy: str
+    scenario: str
+    budget: str
+    outcomes: list[Outcome]
+
+    def cells(self) -> str:
+        found = self.outcomes
+        count = {status: sum(o.status is status for o in found) for status in (Status.FAIL, Status.INVALID)}
+        red = count[Status.FAIL] + count[Status.INVALID]
+        judged = [o for o in found if o.status is not Status.INVALID]
+        change = statistics.median(o.estimate for o in judged) if judged else float("nan")
+        spread = max((o.spread for o in judged), default=float("nan"))
+        seconds = statistics.median(o.seconds for o in found)
+        return (
+            f"| {self.proxy} | {self.neighbour}{self.busy} | {self.scenario} | `{self.budget}` | {len(found)} "
+            f"| {red} ({red / len(found):.0%}) | {count[Status.FAIL]} | {count[Status.INVALID]} "
+            f"| {sum(o.undecided for o in found)} | {change:.4f}x | {spread:.2%} | {seconds:.0f} |"
+        )
+
+
+def busy_cell(scenario: Scenario, report: NeighbourReport) -> str:
+    """`` (51%)``: the neighbour's workers' mean busy fraction, when it ran."""
+    return f" ({report.mean_busy:.0%})" if not scenario.idle and report.busy else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--gates", type=int, default=20, help="gates per scenario (or proxy:N in --proxies)")
@@ -199,68 +302,60 @@ def main() -> None:
     parser.add_argument(
         "--both-tools", action="store_true", help="count instructions and system calls side by side in every pass"
     )
+    parser.add_argument(
+        "--neighbour",
+        default=IDLE,
+        help="busy-neighbor scenarios, each beside every proxy's gates: idle, light, busy, heavy, LEVEL:N (net pairs)",
+    )
+    parser.add_argument(
+        "--neighbour-seconds", type=float, default=7200.0, help="busy-neighbor's --seconds bound (restarted after)"
+    )
+    parser.add_argument("--neighbour-seed", type=int, default=1, help="busy-neighbor's --seed")
     args = parser.parse_args()
-    plan = CountingPlan(low=args.low, high=args.high, repetitions=args.repetitions)
     known = cases(args.budget)
+    try:
+        neighbours = parse_scenarios(args.neighbour)
+        if any(not n.idle for n in neighbours):
+            find_program()
+    except (ValueError, NeighbourMissing) as exc:
+        parser.error(str(exc))
+    labelled = [n.name for n in neighbours] != [IDLE]  # the progress lines name the neighbour
     session = f"costpower{uuid.uuid4().hex[:8]}"
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     runtime = DockerRuntime(session, {}, core_split=None)
-    rows = []
+    rows: list[Row] = []
     try:
         with tempfile.TemporaryDirectory(prefix="netperf-counting-power-") as folder:
             for item in args.proxies.split(","):
                 name, _, count = item.partition(":")
                 gates = int(count) if count else args.gates
                 case = known[name]
-                budget = parse_budget(case.budget)
                 stacks = {}
                 for label, text in (("a", case.config_a), ("a2", case.config_a), ("b", case.config_b)):
                     path = Path(folder) / f"{name}-{label}.conf"
                     path.write_text(text)
                     stacks[label] = runtime.up(topology(f"{name}-{label}", case.kind, path))
-                outcomes: dict[str, list[tuple[Status, float, float, float]]] = {"A/A": [], "change": []}
-                for gate in range(gates):
-                    for scenario, candidate in (("A/A", "a2"), ("change", "b")):
-                        started = time.monotonic()
-                        base = cost_of(stacks["a"], case.tool, plan, args.both_tools)  # each gate its own base pass
-                        head = cost_of(stacks[candidate], case.tool, plan, args.both_tools)
-                        verdict = evaluate_repetitions(budget, list(head.per_request), list(base.per_request))
-                        seconds = time.monotonic() - started
-                        spread = max(base.spread, head.spread)
-                        outcomes[scenario].append((verdict.status, verdict.estimate, spread, seconds))
-                        print(
-                            f"{name} {scenario} gate {gate + 1}: {verdict.status} {verdict.estimate:.4f}x "
-                            f"[{verdict.ci_low:.4f}, {verdict.ci_high:.4f}] base {base.median:,.1f} "
-                            f"head {head.median:,.1f} spread {spread:.2%} {seconds:.1f}s",
-                            flush=True,
-                        )
+                for neighbour_scenario in neighbours:
+                    with Neighbour(neighbour_scenario, args.neighbour_seconds, args.neighbour_seed) as neighbour:
+                        outcomes = run_proxy(name, case, stacks, gates, neighbour, args, labelled)
+                    busy = busy_cell(neighbour_scenario, neighbour.report)
+                    if not neighbour_scenario.idle:
+                        report = neighbour.report.summary()
+                        print(f"busy-neighbor {neighbour_scenario.name} beside {name}: {report}", flush=True)
+                    for scenario, found in outcomes.items():
+                        rows.append(Row(name, neighbour_scenario.name, busy, scenario, case.budget, found))
                 for label in stacks:
                     stacks[label].down()
-                for scenario, found in outcomes.items():
-                    statuses = [s for s, *_ in found]
-                    rows.append(
-                        (
-                            name,
-                            scenario,
-                            case.budget,
-                            sum(s is Status.FAIL for s in statuses),
-                            sum(s is Status.INCONCLUSIVE for s in statuses),
-                            len(found),
-                            statistics.median(e for _, e, _, _ in found),
-                            max(sp for *_, sp, _ in found),
-                            statistics.median(sec for *_, sec in found),
-                        )
-                    )
     finally:
         clean_session(session)
     print()
-    print("| proxy | scenario | budget | FAIL | INCONCLUSIVE | gates | median change | largest spread | s/verdict |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for name, scenario, text, fails, undecided, gates, change, spread, seconds in rows:
-        print(
-            f"| {name} | {scenario} | `{text}` | {fails} | {undecided} | {gates} | {change:.4f}x | "
-            f"{spread:.2%} | {seconds:.0f} |"
-        )
+    print(
+        "| proxy | neighbour (workers busy) | scenario | budget | gates | red (FAIL+INVALID) | FAIL | INVALID "
+        "| INCONCLUSIVE (before the policy) | median change | largest spread | s/verdict |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for row in rows:
+        print(row.cells())
 
 
 if __name__ == "__main__":

@@ -30,17 +30,28 @@ layout: --cores of CPU quota per container, cand's quota cut by 5% for the injec
 CFS quota made two containers loaded at once differ by a fixed 1.5-4% for as long as they
 ran, and spread each pair's ratio 5-11%; on a shared core without a quota, 2-3% and no bias.
 
+With --neighbour (a comma list: ``idle``, ``light``, ``busy``, ``heavy``, ``LEVEL:N`` for N
+loopback TCP pairs; see benchmarks/_neighbour.py) every row runs once per scenario, with
+``shared/noise/busy-neighbor --level LEVEL`` running throughout that row's gates (started
+before its first gate, stopped after its last, again if its --neighbour-seconds ran out); the
+calibrations run with no neighbour, so every scenario judges the same injected change. The
+default is ``idle`` alone.
+
 A gate's verdict is its own budget's, after the default final-INCONCLUSIVE policy. Each
 budget lies halfway between no change and the injected regression. On the same rounds the
 script also judges the other metrics once (``cpu_per_request[*] <= 1.05x``, ``p90 <= 1.05x``,
 ``rps >= 0.95x``, all vs the reference) to show what they say about the same work. The
 calibration (ref's CPU per request and P90, under the row's load) is measured just before each injected row.
+A gate is red when it FAILs (an INCONCLUSIVE included when the policy turns it red) or is
+INVALID (a saturated driver, a vanished target): a merge is blocked either way, so the
+table's red rate counts both and gives each count beside it.
 
 Usage: python benchmarks/gate_power.py [--gates 20] [--only cpu,p90,rps] [--design alternate,simultaneous]
        [--rate 2000] [--arrival poisson|constant] [--calibrate-burn] [--calibration-pairs 32]
        [--fixed-burn 0] [--rps-placement pinned|quota] [--rps-burn 30] [--driver-cores 0] [--sut-cores 1]
        [--cores 0.25] [--fixed-cores 1] [--skip-aa] [--skip-cut] [--duration 0.5] [--min-rounds 6]
        [--max-rounds alternate:32,simultaneous:64] [--rounds-out rounds.jsonl]
+       [--neighbour idle,busy,heavy:2] [--neighbour-seconds 7200] [--neighbour-seed 1]
 Needs Docker and the local images (`netperf images build`). Everything started is removed.
 """
 
@@ -58,6 +69,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
+from _neighbour import IDLE, Neighbour, NeighbourMissing, NeighbourReport, find_program, parse_scenarios
 from scipy.stats import beta
 
 from pytest_netperf import defaults
@@ -120,6 +132,8 @@ class GateRun:
     side: dict[str, Status]
     #: The gate metric's value per round of each side, in round order (--rounds-out).
     values: dict[str, list[float]] = field(default_factory=dict)
+    #: The busy-neighbor scenario running beside the gate (--neighbour).
+    neighbour: str = IDLE
 
 
 def topology(name: str) -> Topology:
@@ -403,39 +417,75 @@ def main() -> None:
         type=Path,
         help="append each gate's rounds (its metric per side, in order) to this JSON-lines file",
     )
+    parser.add_argument(
+        "--neighbour",
+        default=IDLE,
+        help="busy-neighbor scenarios, each running every row: idle, light, busy, heavy, LEVEL:N (N net pairs)",
+    )
+    parser.add_argument(
+        "--neighbour-seconds", type=float, default=7200.0, help="busy-neighbor's --seconds bound (restarted after)"
+    )
+    parser.add_argument("--neighbour-seed", type=int, default=1, help="busy-neighbor's --seed")
     args = parser.parse_args()
     args.only = {part.strip() for part in args.only.split(",")}
     designs = [part.strip() for part in args.design.split(",")]
     unknown = sorted(set(designs) - set(DESIGNS))
     if unknown:
         parser.error(f"unknown design(s) {', '.join(unknown)}; expected {', '.join(DESIGNS)}")
+    try:
+        neighbours = parse_scenarios(args.neighbour)
+        if any(not n.idle for n in neighbours):
+            find_program()
+    except (ValueError, NeighbourMissing) as exc:
+        parser.error(str(exc))
+    labelled = [n.name for n in neighbours] != [IDLE]  # the progress lines name the neighbour
 
     signal.signal(signal.SIGTERM, _interrupt)  # a killed benchmark still removes its containers
     session = f"power{uuid.uuid4().hex[:6]}"
     runtime = DockerRuntime(session, {"echo": resolve_image("echo")}, core_split=None)
     runs: list[GateRun] = []
+    busy: dict[tuple[str, str], NeighbourReport] = {}
     started = time.monotonic()
     try:
         stacks = runtime.up(topology("ref")), runtime.up(topology("cand"))
-        for row in scenarios(args, stacks):
-            for index in range(args.gates):
-                for design in designs:  # the designs take turns, so drift of the machine reaches both
-                    run = run_gate(args, design, row)
-                    runs.append(run)
-                    if args.rounds_out is not None:
-                        with args.rounds_out.open("a") as out:
-                            statuses = {"status": run.status.value, "side": {k: v.value for k, v in run.side.items()}}
-                            out.write(json.dumps({**asdict(run), **statuses, "index": index}) + "\n")
-                    side = " ".join(f"{k}:{v.value}" for k, v in run.side.items())
+        for row in scenarios(args, stacks):  # calibrations run here, between neighbours
+            for scenario in neighbours:
+                with Neighbour(scenario, args.neighbour_seconds, args.neighbour_seed) as neighbour:
+                    run_row(args, row, designs, neighbour, runs, labelled)
+                busy[(row.scenario, scenario.name)] = neighbour.report
+                if not scenario.idle:
                     print(
-                        f"{design:12} {row.scenario:28} #{index + 1:<3} {run.status.value:6} est {run.estimate:9.4g} "
-                        f"{run.rounds:3} rounds {run.seconds:5.1f}s  | same rounds: {side}",
-                        flush=True,
+                        f"busy-neighbor {scenario.name} beside {row.scenario}: {neighbour.report.summary()}", flush=True
                     )
     finally:
         runtime.down_all()
         clean_session(session, runtime.client)
-    summarize(runs, time.monotonic() - started)
+    summarize(runs, time.monotonic() - started, busy)
+
+
+def run_row(
+    args: argparse.Namespace, row: Row, designs: list[str], neighbour: Neighbour, runs: list[GateRun], labelled: bool
+) -> None:
+    """--gates gates of ``row`` per design beside ``neighbour`` (running), appended to ``runs``."""
+    name = neighbour.scenario.name
+    for index in range(args.gates):
+        for design in designs:  # the designs take turns, so drift of the machine reaches both
+            if neighbour.ensure_running():
+                print(f"busy-neighbor {name}: its --seconds ran out; started again", flush=True)
+            run = run_gate(args, design, row)
+            run.neighbour = name
+            runs.append(run)
+            if args.rounds_out is not None:
+                with args.rounds_out.open("a") as out:
+                    statuses = {"status": run.status.value, "side": {k: v.value for k, v in run.side.items()}}
+                    out.write(json.dumps({**asdict(run), **statuses, "index": index}) + "\n")
+            side = " ".join(f"{k}:{v.value}" for k, v in run.side.items())
+            print(
+                (f"{name:8} " if labelled else "")
+                + f"{design:12} {row.scenario:28} #{index + 1:<3} {run.status.value:6} est {run.estimate:9.4g} "
+                f"{run.rounds:3} rounds {run.seconds:5.1f}s  | same rounds: {side}",
+                flush=True,
+            )
 
 
 def max_rounds(text: str) -> dict[str, int]:
@@ -457,30 +507,40 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def summarize(runs: list[GateRun], total_s: float) -> None:
-    by_cell: dict[tuple[str, str], list[GateRun]] = defaultdict(list)
+def summarize(
+    runs: list[GateRun], total_s: float, busy: Optional[dict[tuple[str, str], NeighbourReport]] = None
+) -> None:
+    """The table: one line per row, neighbour and design. Red is FAIL or INVALID (either blocks
+    a merge), its rate over every gate; the other columns are over the judged gates."""
+    busy = busy or {}
+    by_cell: dict[tuple[str, str, str], list[GateRun]] = defaultdict(list)
     for run in runs:
-        by_cell[(run.scenario, run.design)].append(run)
+        by_cell[(run.scenario, run.neighbour, run.design)].append(run)
     print()
     print(
-        "| scenario | design | gate budget | gates | FAIL (95% bound: upper for A/A, lower otherwise) | INVALID "
+        "| scenario | neighbour (workers busy) | design | gate budget | gates "
+        "| red (FAIL+INVALID) (rate, 95% bound: upper for A/A, lower otherwise) | FAIL | INVALID "
         "| median estimate (sd) "
         "| rounds (median, max) | s to verdict (median, max) | same rounds: cpu / p90 / rps FAIL |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|")
-    for (scenario, design), items in by_cell.items():
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for (scenario, neighbour, design), items in by_cell.items():
         budget = BUDGETS[scenario.split()[0]]
         invalid = sum(r.status is Status.INVALID for r in items)
         judged = [r for r in items if r.status is not Status.INVALID] or items
         fails = sum(r.status is Status.FAIL for r in judged)
+        red = fails + invalid
+        report = busy.get((scenario, neighbour))
+        workers = f" ({report.mean_busy:.0%})" if report is not None and report.busy else ""
         rounds = [r.rounds for r in judged]
         seconds = [r.seconds for r in judged]
         estimates = [r.estimate for r in judged if r.estimate == r.estimate] or [float("nan")]
         spread = statistics.stdev(estimates) / statistics.median(estimates) if len(estimates) > 1 else float("nan")
         side = Counter(k for r in items for k, v in r.side.items() if v is Status.FAIL)
         print(
-            f"| {scenario} | {design} | `{budget}` | {len(items)} | {fails} ({fails / len(judged):.0%}, "
-            f"{rate_bound(fails, len(judged), upper='A/A' in scenario):.0%}) | {invalid} "
+            f"| {scenario} | {neighbour}{workers} | {design} | `{budget}` | {len(items)} "
+            f"| {red} ({red / len(items):.0%}, {rate_bound(red, len(items), upper='A/A' in scenario):.0%}) "
+            f"| {fails} | {invalid} "
             f"| {statistics.median(estimates):.3f}x ({spread:.1%}) "
             f"| {statistics.median(rounds):g}, {max(rounds)} | {statistics.median(seconds):.0f}, {max(seconds):.0f} "
             f"| {side['cpu']} / {side['p90']} / {side['rps']} |"
