@@ -20,12 +20,13 @@ from pytest_netperf.budget.metrics import ERROR_METRICS
 from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import NetperfError
+from pytest_netperf.measure.capacity import resolve_capacity_share
 from pytest_netperf.measure.counting_pass import CountingPlan
 from pytest_netperf.measure.counting_step import CountingStep
 from pytest_netperf.measure.design import round_groups
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike
 from pytest_netperf.measure.gate_settings import GateSettings
-from pytest_netperf.measure.load_options import SHAPE_ALIASES, LoadOptionError, check_load_option
+from pytest_netperf.measure.load_options import SHAPE_ALIASES, CapacityShare, LoadOptionError, check_load_option
 from pytest_netperf.measure.model import BASE_LABEL, BaselineLookup, Measurement, Series
 from pytest_netperf.measure.outcomes import (
     MISSING_BASELINE_NOTE,
@@ -151,11 +152,11 @@ class Gate:
             raise NetperfError(
                 f"budget {needs_ref[0]!r} compares with a reference: use netperf.compare(candidate, reference)"
             )
-        shape = self._shape(shape_args)
+        shape, share = self._shape(shape_args)
         cand = self._series("candidate", target, shape, driver)
         m = self._new_measurement(key, cand, None, hops)
         self._attach_base(m, target, shape, driver)
-        return self._run(m, rounds)
+        return self._run(m, rounds, share)
 
     def compare(
         self,
@@ -170,14 +171,14 @@ class Gate:
     ) -> Measurement:
         """Measure candidate and reference in interleaved rounds (R C C R …)."""
         self._check_call(hops, rounds)
-        shape = self._shape(shape_args)
+        shape, share = self._shape(shape_args)
         if self.settings.calibrate:
             candidate = reference  # A/A: the reference measured against itself
         cand = self._series("candidate", candidate, shape, driver)
         ref = self._series("reference", reference, shape, driver)
         m = self._new_measurement(key, cand, ref, hops)
         self._attach_base(m, candidate, shape, driver)
-        return self._run(m, rounds)
+        return self._run(m, rounds, share)
 
     def finish(self) -> list[BudgetOutcome]:
         """Final verdicts for every budget and measurement (Holm within the test)."""
@@ -207,17 +208,21 @@ class Gate:
         return next(m for m in self.measurements if m.key == key)
 
     # ------------------------------------------------------------------ internals
-    def _run(self, m: Measurement, rounds: Optional[int]) -> Measurement:
-        """Check, plan, measure and count ``m``."""
+    def _run(self, m: Measurement, rounds: Optional[int], share: Optional[CapacityShare] = None) -> Measurement:
+        """Check, plan, measure and count ``m`` (its rate first, when it is a share of the capacity)."""
         for budget in self._system_budgets:  # every cost budget can be read from the series it judges
             check_probes(self.test_id, [budget], [(s.label, s.url, s.costs) for s in m.judged(budget)])
         self._counting.prepare(m)  # counting images built before any load
+        if share is not None:
+            m.rate_note = resolve_capacity_share(m, share)
+            self._progress(f"{self.test_id} [{m.key}] {m.rate_note}")
         self._choose_design(m)
         self._rounds.run(m, rounds)
         self._counting.run(m)
         return m
 
-    def _shape(self, args: Mapping[str, Any]) -> LoadShape:
+    def _shape(self, args: Mapping[str, Any]) -> tuple[LoadShape, Optional[CapacityShare]]:
+        """The load shape of ``args``, and the share of the capacity when ``rate`` is one ("25%")."""
         known = set(LoadShape.__dataclass_fields__) - {"extra"}
         values: dict[str, Any] = {
             "duration_s": self.settings.round_duration_s,
@@ -232,9 +237,10 @@ class Gate:
             if name == "headers" and isinstance(value, Mapping):
                 value = tuple(value.items())
             values[name] = check_load_option(given, name, value)
-        if self.settings.realtime and values.get("rate"):
+        share = values.pop("rate") if isinstance(values.get("rate"), CapacityShare) else None
+        if self.settings.realtime and (values.get("rate") or share):
             values["extra"] = {**values["extra"], "realtime": True}
-        return LoadShape(**values)
+        return LoadShape(**values), share
 
     def _series(self, label: str, target: TargetLike, shape: LoadShape, driver: Optional[str]) -> Series:
         target = checked_target(target)

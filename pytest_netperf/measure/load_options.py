@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import zlib
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_netperf import defaults
@@ -11,6 +13,29 @@ from pytest_netperf.errors import NetperfError
 
 class LoadOptionError(NetperfError, ValueError):
     """A load option of ``measure()``/``compare()`` is unknown or out of range; names it."""
+
+
+@dataclass(frozen=True)
+class CapacityShare:
+    """``rate="25%"``: an open-loop rate that share of the capacity measured before the rounds."""
+
+    fraction: float
+
+    def __str__(self) -> str:
+        return f"{self.fraction * 100:g}%"
+
+
+_SHARE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
+
+
+def parse_rate(value: Any) -> Any:
+    """``rate``'s value: a number (requests/s), a :class:`CapacityShare` for ``"N%"`` (0 < N <= 100),
+    None, or the value unchanged when it is neither (the range check names it)."""
+    if isinstance(value, str):
+        match = _SHARE.match(value)
+        if match and 0.0 < float(match.group(1)) <= 100.0:
+            return CapacityShare(float(match.group(1)) / 100.0)
+    return value
 
 
 SHAPE_ALIASES = {
@@ -45,7 +70,12 @@ def check_load_option(given: str, name: str, value: Any) -> Any:
     if name == "warmup_s":
         return number(0.0, inclusive=True)
     if name == "rate":
-        return None if value is None else number(0.0, inclusive=False)
+        parsed = parse_rate(value)
+        if parsed is None or isinstance(parsed, CapacityShare):
+            return parsed
+        if isinstance(value, str):
+            raise bad("a number of requests/s > 0, or a share of the measured capacity from '1%' to '100%'")
+        return number(0.0, inclusive=False)
     if name == "connections":
         return whole(1)
     if name == "threads":

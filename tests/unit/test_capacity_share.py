@@ -1,0 +1,75 @@
+"""``rate="25%"`` (measure/capacity.py): the gate measures each side's closed-loop capacity
+first and loads every side in open loop at that share of the lowest, with a note; a bad share
+is a load-option error naming the value."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from netperf_rounds import make_round
+
+from pytest_netperf.budget.grammar import parse_budget
+from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.errors import InvalidMeasurement
+from pytest_netperf.measure.gate import Gate
+from pytest_netperf.measure.gate_settings import GateSettings
+from pytest_netperf.measure.load_options import CapacityShare, LoadOptionError, check_load_option
+from pytest_netperf.results.model import RoundResult
+from pytest_netperf.verdict.status import Status
+
+HEAD, REF = "http://10.0.0.2/", "http://10.0.0.3/"
+
+
+class CapacityDriver:
+    """Closed loop: the URL's capacity; open loop: the rate asked for. Records every shape."""
+
+    name = "rust"
+    cpus = None
+
+    def __init__(self, capacity: dict[str, float]) -> None:
+        self.capacity = capacity
+        self.shapes: list[tuple[str, LoadShape]] = []
+
+    def run(self, url: str, shape: LoadShape) -> RoundResult:
+        self.shapes.append((url, shape))
+        rps = self.capacity[url] if shape.rate is None else shape.rate
+        return make_round(rps=rps, url=url) if rps else replace(make_round(url=url), ok=0, achieved_rps=0.0)
+
+
+def gate(driver: CapacityDriver, budget: str = "p50 < 100ms") -> Gate:
+    settings = GateSettings(rounds_min=2, rounds_max=2, round_duration_s=0.1, warmup_s=0.0)
+    return Gate("t.py::test", [parse_budget(budget)], settings, driver_factory=lambda name, runner: driver)
+
+
+def test_a_share_of_the_lowest_capacity_loads_every_side_at_one_rate() -> None:
+    driver = CapacityDriver({HEAD: 2000.0, REF: 3000.0})
+    g = gate(driver, "p50 <= 1.5x reference")
+    m = g.compare(HEAD, REF, rate="25%", connections=8)
+    probes = [(url, s) for url, s in driver.shapes if s.rate is None]
+    assert [url for url, _ in probes] == [HEAD, REF]
+    assert all(s.connections == 8 and s.duration_s == 1.0 for _, s in probes)
+    assert {s.rate for _, s in driver.shapes if s.rate is not None} == {500.0}
+    assert m.candidate.shape.rate == m.reference.shape.rate == 500.0
+    (outcome,) = g.finish()
+    assert outcome.status is Status.PASS
+    assert "rate=25% of the measured capacity: 500 requests/s open loop" in " ".join(outcome.notes)
+    assert "candidate 2,000, reference 3,000" in " ".join(outcome.notes)
+
+
+def test_a_side_that_answers_nothing_has_no_capacity_to_share() -> None:
+    driver = CapacityDriver({HEAD: 0.0})
+    with pytest.raises(InvalidMeasurement, match=r"capacity for rate=10%.*no successful response"):
+        gate(driver).measure(HEAD, rate="10%")
+
+
+@pytest.mark.parametrize("given", ["25%", " 2.5 % ", "100%"])
+def test_shares_parse(given: str) -> None:
+    share = check_load_option("rate", "rate", given)
+    assert isinstance(share, CapacityShare) and 0 < share.fraction <= 1
+
+
+@pytest.mark.parametrize("given", ["0%", "150%", "fast", "25", "-5%"])
+def test_a_bad_share_names_the_value(given: str) -> None:
+    with pytest.raises(LoadOptionError, match=rf"rate={given!r}: expected a number of requests/s > 0, or a share"):
+        check_load_option("rate", "rate", given)
