@@ -22,8 +22,10 @@ CAPACITY_RUN_S = 1.0
 
 
 def capacity_shape(shape: LoadShape) -> LoadShape:
-    """The closed-loop shape that measures a series' capacity: its connections, 1 s."""
-    return replace(shape, rate=None, duration_s=CAPACITY_RUN_S, warmup_s=min(shape.warmup_s, 0.5))
+    """The closed-loop shape that measures a series' capacity: its connections, 1 s, and none
+    of the open loop's options (a real-time closed loop would starve the target's CPU)."""
+    extra = {k: v for k, v in shape.extra.items() if k not in ("realtime", "seed")}
+    return replace(shape, rate=None, duration_s=CAPACITY_RUN_S, warmup_s=min(shape.warmup_s, 0.5), extra=extra)
 
 
 def resolve_capacity_share(m: Measurement, share: CapacityShare) -> str:

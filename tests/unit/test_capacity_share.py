@@ -38,7 +38,7 @@ class CapacityDriver:
 
 
 def gate(driver: CapacityDriver, budget: str = "p50 < 100ms") -> Gate:
-    settings = GateSettings(rounds_min=2, rounds_max=2, round_duration_s=0.1, warmup_s=0.0)
+    settings = GateSettings(rounds_min=2, rounds_max=2, round_duration_s=0.1, warmup_s=0.0, realtime=True)
     return Gate("t.py::test", [parse_budget(budget)], settings, driver_factory=lambda name, runner: driver)
 
 
@@ -49,6 +49,8 @@ def test_a_share_of_the_lowest_capacity_loads_every_side_at_one_rate() -> None:
     probes = [(url, s) for url, s in driver.shapes if s.rate is None]
     assert [url for url, _ in probes] == [HEAD, REF]
     assert all(s.connections == 8 and s.duration_s == 1.0 for _, s in probes)
+    assert not any("realtime" in s.extra for _, s in probes), "a real-time closed loop would starve the target"
+    assert all(s.extra.get("realtime") for _, s in driver.shapes if s.rate is not None)
     assert {s.rate for _, s in driver.shapes if s.rate is not None} == {500.0}
     assert m.candidate.shape.rate == m.reference.shape.rate == 500.0
     (outcome,) = g.finish()
