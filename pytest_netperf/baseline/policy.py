@@ -3,12 +3,13 @@
 The plugin asks :class:`BaselinePolicy` once per test for the baseline its ``baseline``
 budgets are judged against (:meth:`BaselinePolicy.choose`), and once the gate has finished
 hands it the measured series to keep (:meth:`BaselinePolicy.record`). The machine class,
-the fingerprint-mismatch policy and the update option decide; pytest is not imported.
+the machine's measured speed (:mod:`pytest_netperf.baseline.speed`), the fingerprint-mismatch
+policy and the update option decide; pytest is not imported.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -16,11 +17,22 @@ from typing import Optional
 from pytest_netperf.baseline.fingerprint import compare_fingerprints, machine_fingerprint
 from pytest_netperf.baseline.machine import CLASS_KEY
 from pytest_netperf.baseline.model import Baseline, SeriesRecord
+from pytest_netperf.baseline.speed import (
+    CALIBRATION_KEY,
+    SpeedCheck,
+    counted_note,
+    fail_text,
+    new_note,
+    stored_calibration,
+    warn_note,
+)
 from pytest_netperf.baseline.store import BaselineStore
+from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.errors import BaselineError, NetperfError
 from pytest_netperf.measure.model import BaselineLookup, Measurement, series_name
 from pytest_netperf.measure.outcomes import MISSING_BASELINE_NOTE, BudgetOutcome
+from pytest_netperf.runtime.machine_speed import Calibration, session_calibration
 from pytest_netperf.verdict.status import Status
 
 #: The option that measures again and writes the baseline.
@@ -34,17 +46,23 @@ class BaselineChoice:
     baseline: Optional[Baseline] = None
     #: What the report says of the choice (another class's baseline, a different machine).
     notes: list[str] = field(default_factory=list)
-    #: The note of a NEW budget when there is no baseline.
+    #: The note of a NEW budget when there is no baseline (or its wall-clock figures do not travel).
     missing_note: str = MISSING_BASELINE_NOTE
+    #: False when the baseline's machine measured another speed: only counted costs are judged.
+    wall_clock: bool = True
 
     @property
     def lookup(self) -> Optional[BaselineLookup]:
-        """The gate's view of the baseline: (measurement key, series label, metric) -> values."""
+        """The gate's view of the baseline: (measurement key, series label, metric) -> values;
+        None for a wall-clock metric when :attr:`wall_clock` is False (its budget is NEW)."""
         baseline = self.baseline
         if baseline is None:
             return None
+        wall_clock = self.wall_clock
 
         def lookup(key: str, label: str, metric: str) -> Optional[list[float]]:
+            if not wall_clock and not counted(metric):
+                return None
             try:
                 return baseline.values(series_name(key, label), metric)
             except KeyError:  # a metric the stored rounds cannot give (recorded without system costs)
@@ -64,15 +82,32 @@ class Recorded:
     pending_problem: Optional[str] = None
 
 
+def counted(metric: str) -> bool:
+    """Whether ``metric`` is a counted cost (instructions, system calls per request): it does
+    not depend on the machine's speed. An unknown name counts as wall-clock."""
+    try:
+        return metrics.get(metric).counted
+    except KeyError:
+        return False
+
+
 class BaselinePolicy:
     """Baseline selection and recording for one machine class."""
 
-    def __init__(self, store: BaselineStore, fingerprint_mismatch: str, update: bool) -> None:
+    def __init__(
+        self,
+        store: BaselineStore,
+        fingerprint_mismatch: str,
+        update: bool,
+        speed: Callable[[], Optional[Calibration]] = session_calibration,
+    ) -> None:
         self.store = store
         #: ``new``, ``warn`` or ``fail``: what a baseline of another machine does.
         self.fingerprint_mismatch = fingerprint_mismatch
         #: Whether this run writes the baselines (``--netperf-update-baseline``).
         self.update = update
+        #: This machine's calibration, measured on the first call (once per process).
+        self.speed = speed
 
     @property
     def machine_class(self) -> Optional[str]:
@@ -92,7 +127,34 @@ class BaselinePolicy:
             # the machine now (fail fast); the images once measured (see image_notes)
             digests = choice.baseline.fingerprint.get("image_digests")
             choice.notes.extend(self.fingerprint_notes(choice.baseline, digests))
+            self._check_speed(choice, budgets)
         return choice
+
+    def _check_speed(self, choice: BaselineChoice, budgets: Sequence[Budget]) -> None:
+        """Compare the baseline's calibration with this machine's (measured only when a
+        wall-clock budget is judged against a baseline that has one). Beyond the threshold
+        the ``fingerprint_mismatch`` policy decides: new (wall-clock budgets NEW, counted
+        costs judged), warn (judged, noted) or fail (a NetperfError)."""
+        assert choice.baseline is not None
+        judged = [b for b in budgets if b.comparison == "baseline"]
+        if all(counted(b.metric) for b in judged):
+            return  # nothing judged depends on speed: no calibration needed
+        stored = stored_calibration(choice.baseline.fingerprint)
+        check = SpeedCheck(stored, self.speed() if stored is not None else None)
+        if not check.known:
+            choice.notes.append(check.unknown())
+            return
+        if not check.differs:
+            return
+        if self.fingerprint_mismatch == "fail":
+            raise NetperfError(fail_text(check))
+        if self.fingerprint_mismatch == "warn":
+            choice.notes.append(warn_note(check))
+            return
+        choice.wall_clock = False
+        choice.missing_note = new_note(check)
+        if any(counted(b.metric) for b in judged):
+            choice.notes.append(counted_note(check))
 
     def _other_class_baseline(self, test_id: str, notes: list[str]) -> tuple[Optional[Baseline], str]:
         """Where this machine class has no baseline of ``test_id`` but others do: the
@@ -135,6 +197,9 @@ class BaselinePolicy:
         the baseline. Only that requested write raises (a :class:`BaselineError` naming the option)."""
         series = {series_name(m.key, s.label): SeriesRecord.from_measured(s) for m in measurements for s in m.series()}
         fingerprint = {**machine_fingerprint(image_digests), CLASS_KEY: self.machine_class}
+        calibration = self.speed()  # pending results are promoted as they are: they carry it too
+        if calibration is not None:
+            fingerprint[CALIBRATION_KEY] = calibration.to_dict()
         recorded = Recorded(Baseline.new(test_id, series, fingerprint, repo_dir=repo_dir))
         try:
             self.store.save_pending(recorded.record)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import math
 import re
 import types
 import typing
@@ -132,6 +133,31 @@ def _check_fingerprint(value: Any) -> None:
         for image, digest in digests.items():
             if digest is not None:
                 _expect_text(digest, f"fingerprint.image_digests{_key(image)}")
+    if value.get("calibration") is not None:
+        _check_calibration(value["calibration"], "fingerprint.calibration")
+
+
+def _check_calibration(value: Any, path: str) -> None:
+    """The machine's speed calibration (older files have none: their machine's speed is unknown)."""
+    if not isinstance(value, dict):
+        raise _Invalid(path, f"expected an object or null, got {_describe(value)}")
+    ms: Any = value.get("ms")
+    if not _is_number(ms) or not math.isfinite(ms) or ms <= 0:
+        raise _Invalid(f"{path}.ms", f"expected a positive number, got {_describe(ms)}")
+    chunks = value.get("chunks_ms")
+    if chunks is not None:
+        if not isinstance(chunks, list):
+            raise _Invalid(f"{path}.chunks_ms", f"expected a list of numbers, got {_describe(chunks)}")
+        for index, chunk in enumerate(chunks):
+            if not _is_number(chunk):
+                raise _Invalid(f"{path}.chunks_ms[{index}]", f"expected a number, got {_describe(chunk)}")
+    for key in ("wall_ms", "cpu_ms", "quota_cpus"):
+        number: Any = value.get(key)
+        if number is not None and (not _is_number(number) or not math.isfinite(number) or number <= 0):
+            raise _Invalid(f"{path}.{key}", f"expected a positive number or null, got {_describe(number)}")
+    for key in ("method", "workload", "library"):
+        if value.get(key) is not None:
+            _expect_text(value[key], f"{path}.{key}")
 
 
 def _check_series(body: Any, path: str) -> None:

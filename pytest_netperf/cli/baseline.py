@@ -14,6 +14,7 @@ from typing import Callable, Optional, Sequence
 
 from pytest_netperf.baseline.fingerprint import compare_fingerprints
 from pytest_netperf.baseline.machine import machine_class
+from pytest_netperf.baseline.speed import SpeedCheck, stored_calibration
 from pytest_netperf.baseline.store import Baseline, BaselineStore, matches
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.metrics import format_metric
@@ -90,11 +91,12 @@ def show(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> 
                     name,
                     b.created_at[:16].replace("T", " ") if first else "",
                     (b.git_commit or "-")[:10] if first else "",
+                    _calibration_cell(b) if first else "",
                     len(series.rounds),
                     *(format_metric(m, _median(series.values(m))) for m in SHOW_METRICS),
                 ]
             )
-    headers = ["test", "machine class", "series", "created (UTC)", "commit", "rounds", *SHOW_METRICS]
+    headers = ["test", "machine class", "series", "created (UTC)", "commit", "calibration", "rounds", *SHOW_METRICS]
     out(tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True))
     out(f"{len(selected)} baseline(s) in {store.directory}; metrics are medians over rounds")
     return 1 if failed else 0
@@ -134,6 +136,9 @@ def _diff_one(old: Optional[Baseline], new: Baseline, out: Printer) -> None:
     out(f"  last run {new.created_at} commit {(new.git_commit or '-')[:10]}")
     for difference in compare_fingerprints(old.fingerprint, new.fingerprint):
         out(f"  machine differs: {difference}")
+    speed = _speed_line(old, new)
+    if speed:
+        out(f"  {speed}")
     table = []
     for name in [*old.series, *(n for n in new.series if n not in old.series)]:
         if name not in new.series or name not in old.series:
@@ -156,6 +161,23 @@ def _diff_one(old: Optional[Baseline], new: Baseline, out: Printer) -> None:
         headers = ["series", "metric", "stored", "last run", "ratio", "change"]
         text = tabulate(table, headers=headers, tablefmt="simple", disable_numparse=True)
         out("\n".join("  " + line for line in text.splitlines()))
+
+
+def _calibration_cell(baseline: Baseline) -> str:
+    """The machine's speed calibration (ms per work unit), ``-`` for a file without one."""
+    calibration = stored_calibration(baseline.fingerprint)
+    return f"{calibration.ms:.0f} ms" if calibration is not None else "-"
+
+
+def _speed_line(old: Baseline, new: Baseline) -> str:
+    """``machine speed: calibration 47 ms stored vs 94 ms last run (2.0x: another machine ...)``, or ""."""
+    check = SpeedCheck(stored_calibration(old.fingerprint), stored_calibration(new.fingerprint))
+    if check.stored is None or check.here is None:
+        return ""
+    figures = f"machine speed: calibration {check.stored.ms:.0f} ms stored vs {check.here.ms:.0f} ms last run"
+    if check.differs:
+        return f"{figures} ({check.ratio:.1f}x: another machine; wall-clock figures do not compare)"
+    return figures
 
 
 def _ratio_cells(metric: str, before: Optional[float], after: Optional[float]) -> list[str]:
