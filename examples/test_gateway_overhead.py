@@ -28,8 +28,9 @@ GATEWAYS = ["nginx", "kong"]
 def test_throughput_c100(netperf, gateway_topology):
     """Closed loop, 100 connections: the gateway's cost in requests per second.
 
-    The stored baseline comes from another machine of this class; on a later one the same
-    config measured 0.87x [0.80x, 0.94x] of it, too close to a 0.8x budget to stay green.
+    Each machine records its own baseline on its first run (examples/pytest.ini); on one
+    machine the same config measured 0.87x [0.80x, 0.94x] of its own, too close to a 0.8x
+    budget to stay green.
     """
     netperf.compare(
         gateway_topology.endpoint("gateway"),
@@ -51,8 +52,18 @@ def test_latency_c1(netperf, gateway_topology):
 
 
 @pytest.mark.parametrize("gateway_topology", ["nginx"], indirect=True)
-@pytest.mark.netperf("instructions_per_request[gw] <= 30k", "syscalls_per_request[gw] <= 8")
+@pytest.mark.netperf(
+    "instructions_per_request[gw] <= 30k",
+    "syscalls_per_request[gw] <= 8",
+    "instructions_per_request[gw] <= 1.02x baseline",
+    "syscalls_per_request[gw] <= 1.05x baseline",
+)
 def test_nginx_cost_per_request(netperf, gateway_topology):
     """What nginx does to proxy one request, counted under valgrind and strace: about 18k
-    instructions and 7 system calls with the upstream keep-alive pool (without it, 13)."""
+    instructions and 7 system calls with the upstream keep-alive pool (without it, 13).
+
+    The counted costs also gate against the committed baseline (``.netperf/``): they do not
+    depend on the machine's speed or make (two Intel Xeon VMs counted 18,357 and 18,425
+    instructions, an AMD EPYC VM 18,409: within 0.3%), so a machine of another class judges
+    them against it too, while its wall-clock figures are its own."""
     netperf.measure(gateway_topology.endpoint("gateway"), connections=1, rate=500)

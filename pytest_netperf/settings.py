@@ -88,6 +88,8 @@ SETTING_HELP: dict[str, str] = {
     "locust_workers_timeout_s": "seconds the Locust master waits for all its workers to attach "
     f"(default {defaults.LOCUST_WORKERS_TIMEOUT_S:g})",
     "update_baseline": "write this run's results as the new baselines",
+    "record_missing": "write a test's baseline where this machine class has none for it yet (a machine's first "
+    "run records its wall-clock figures; a run with a FAIL or INVALID budget writes nothing)",
     "calibrate": "A/A run: measure each reference against itself and store the noise floor",
     "max_lag_ms": "open loop: schedule-lag p99 (ms) of the driver above which a round is "
     f"invalid (default {defaults.MAX_LAG_MS:g})",
@@ -121,6 +123,7 @@ class Settings(GateSettings):
     locust_master: str = ""
     locust_workers_timeout_s: float = defaults.LOCUST_WORKERS_TIMEOUT_S
     update_baseline: bool = False
+    record_missing: bool = False
     strict: bool = False
     driver_cpus: str = defaults.DRIVER_CPUS
 

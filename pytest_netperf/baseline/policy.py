@@ -37,6 +37,8 @@ from pytest_netperf.verdict.status import Status
 
 #: The option that measures again and writes the baseline.
 UPDATE_OPTION = "--netperf-update-baseline"
+#: The option that writes a test's baseline where this machine has none yet.
+RECORD_MISSING_OPTION = "--netperf-record-missing-baselines"
 
 
 @dataclass
@@ -123,12 +125,33 @@ class BaselinePolicy:
         choice.baseline = self.store.load(test_id)
         if choice.baseline is None:
             choice.baseline, choice.missing_note = self._other_class_baseline(test_id, choice.notes)
+            if choice.baseline is None:
+                choice.baseline = self._counted_elsewhere(test_id, budgets, choice)
         if choice.baseline is not None:
             # the machine now (fail fast); the images once measured (see image_notes)
             digests = choice.baseline.fingerprint.get("image_digests")
             choice.notes.extend(self.fingerprint_notes(choice.baseline, digests))
-            self._check_speed(choice, budgets)
+            if choice.wall_clock:
+                self._check_speed(choice, budgets)
         return choice
+
+    def _counted_elsewhere(self, test_id: str, budgets: Sequence[Budget], choice: BaselineChoice) -> Optional[Baseline]:
+        """Under the ``new`` policy, another class's baseline for the counted-cost budgets only
+        (instructions and system calls per request travel between machines; the wall-clock
+        budgets stay NEW), or None when no baseline budget is a counted cost."""
+        if self.fingerprint_mismatch != "new":
+            return None
+        if not any(b.comparison == "baseline" and counted(b.metric) for b in budgets):
+            return None
+        others = sorted(self.store.other_classes(test_id))
+        if not others:
+            return None
+        choice.wall_clock = False
+        choice.notes.append(
+            f"counted costs judged against the baseline of {others[0]} (instructions and system calls per "
+            "request do not depend on the machine's speed); wall-clock budgets NEW"
+        )
+        return self.store.load_from_class(test_id, others[0])
 
     def _check_speed(self, choice: BaselineChoice, budgets: Sequence[Budget]) -> None:
         """Compare the baseline's calibration with this machine's (measured only when a
@@ -207,15 +230,28 @@ class BaselinePolicy:
             recorded.pending_problem = f"pending results not saved (`netperf baseline update` cannot use them): {exc}"
         return recorded
 
-    def write(self, recorded: Recorded) -> Optional[Path]:
-        """Write the recorded baseline when this run updates baselines; where it went, else None."""
-        if not self.update:
+    def write(self, recorded: Recorded, first: bool = False) -> Optional[Path]:
+        """Write the recorded baseline when this run updates baselines, or when ``first`` (this
+        machine's first run of a test, see :meth:`records_first`); where it went, else None."""
+        if not (self.update or first):
             return None
+        why = UPDATE_OPTION if self.update else RECORD_MISSING_OPTION
         try:
             recorded.written = self.store.save(recorded.record)
         except BaselineError as exc:
-            raise BaselineError(f"{UPDATE_OPTION}: the baseline was not written: {exc}") from None
+            raise BaselineError(f"{why}: the baseline was not written: {exc}") from None
         return recorded.written
+
+    def records_first(self, test_id: str, outcomes: Sequence[BudgetOutcome]) -> bool:
+        """Whether ``--netperf-record-missing-baselines`` writes ``test_id``'s baseline now: this
+        machine class has none for it (a corrupt file is not overwritten), and no budget of the
+        run failed or was invalid (a broken run is never anybody's baseline)."""
+        if any(o.status in (Status.FAIL, Status.INVALID) for o in outcomes):
+            return False
+        try:
+            return self.store.load(test_id) is None
+        except BaselineError:
+            return False
 
 
 def note_written_baseline(outcomes: Sequence[BudgetOutcome], path: Path) -> None:

@@ -44,6 +44,7 @@ class Option:
 OPTIONS = (
     Option("baseline-dir", "baseline_dir", "netperf_baseline_dir"),
     Option("update-baseline", "update_baseline", None, flag=True),
+    Option("record-missing-baselines", "record_missing", "netperf_record_missing_baselines", flag=True),
     Option("driver", "driver", "netperf_driver"),
     Option("rounds", "rounds_min", "netperf_rounds"),
     Option("max-rounds", "rounds_max", "netperf_max_rounds"),

@@ -11,7 +11,7 @@ import inspect
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Generator, Iterator, Optional
+from typing import Any, Callable, Generator, Iterator, Optional, Sequence
 
 import pluggy
 import pytest
@@ -275,7 +275,7 @@ class NetperfPlugin:
         refused = self._user_facts(item, gate)  # before the rows are made (pytest_runtest_makereport)
         not_written: Optional[BaselineError] = None
         try:
-            written = self._record(item, gate)
+            written = self._record(item, gate, outcomes)
         except BaselineError as exc:  # --netperf-update-baseline could not write: reported with the verdicts
             written, not_written = None, exc
         if written is not None:
@@ -322,9 +322,10 @@ class NetperfPlugin:
             measurements=gate.measurements,
         )
 
-    def _record(self, item: pytest.Item, gate: Gate) -> Optional[Path]:
+    def _record(self, item: pytest.Item, gate: Gate, outcomes: Sequence[BudgetOutcome]) -> Optional[Path]:
         """Keep the run's rounds (pending results, plots, A/A pairs) and, with
-        ``--netperf-update-baseline``, write the baseline; returns where it was written.
+        ``--netperf-update-baseline`` (or ``--netperf-record-missing-baselines`` on this
+        machine's first run of the test), write the baseline; returns where it was written.
 
         Only that requested baseline may fail the test when it cannot be written; the
         pending results and the plots are a warning and a note.
@@ -346,7 +347,8 @@ class NetperfPlugin:
                 self._write_problem(item, f"plots not written to {self.settings.report_dir}: {_reason(exc)}")
         if self.settings.calibrate:
             self._aa_pairs.extend((m.candidate.rounds, m.reference.rounds) for m in gate.measurements if m.reference)
-        path = self.baselines.write(recorded)  # BaselineError when the requested baseline cannot be written
+        first = self.settings.record_missing and self.baselines.records_first(item.nodeid, outcomes)
+        path = self.baselines.write(recorded, first)  # BaselineError when the requested baseline cannot be written
         if path is None:
             return None
         item.stash.setdefault(STASH_NOTES, []).append(f"baseline written: {path}")

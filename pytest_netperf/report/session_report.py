@@ -6,6 +6,7 @@ reports (see the plugin) and are reported there.
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,8 +52,13 @@ class SessionReport:
                 self.plots[test_id] = [str(f) for f in files]
 
     def session_holm(self) -> None:
-        """Annotate rows with session-wide Holm-adjusted p-values (reported, not enforced)."""
-        judged = [r for r in self.rows if r.raw.get("p_value") is not None and not r.raw.get("exact")]
+        """Annotate rows with session-wide Holm-adjusted p-values (reported, not enforced); a
+        budget judged on no round (NaN p-value: the runner left none) is not among them."""
+        judged = [
+            r
+            for r in self.rows
+            if r.raw.get("p_value") is not None and not r.raw.get("exact") and not math.isnan(r.raw["p_value"])
+        ]
         if len(judged) < 2:
             return
         adjusted = holm_adjust([r.raw["p_value"] for r in judged])

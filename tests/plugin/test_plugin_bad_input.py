@@ -250,6 +250,34 @@ def test_an_update_run_does_not_ask_for_an_update(pytester: pytest.Pytester, ech
     plain.stdout.fnmatch_lines(["*no stored baseline: recorded as NEW (update with --netperf-update-baseline)*"])
 
 
+def test_a_machines_first_run_records_its_baseline_and_the_next_is_judged(
+    pytester: pytest.Pytester, echo: LocalEchoServer
+) -> None:
+    """--netperf-record-missing-baselines: the first run is NEW and writes the baseline, the
+    second is judged against it and writes nothing; a failing run never writes one."""
+    pytester.makepyfile(test_gate=GATE)
+    first = run(pytester, "--netperf-record-missing-baselines")
+    first.stdout.fnmatch_lines(
+        [
+            "*p50 <= 5x baseline*NEW*",
+            "*no stored baseline: recorded as NEW; this run wrote it to */test_gate.py__test_echo-*.json",
+        ]
+    )
+    assert first.ret == pytest.ExitCode.OK
+    (line,) = [x for x in first.stdout.lines if x.startswith("netperf: baseline written: ")]
+    written = Path(line.split(": ", 2)[2])
+    stamp = written.stat().st_mtime_ns
+    second = run(pytester, "--netperf-record-missing-baselines")
+    second.stdout.fnmatch_lines(["*p50 <= 5x baseline*baseline*PASS*"])
+    assert "baseline written" not in second.stdout.str()
+    assert written.stat().st_mtime_ns == stamp
+    pytester.makepyfile(test_gate=GATE.replace('"p50 < 50ms"', '"p50 < 1ns"'))
+    failing = run(pytester, "--netperf-record-missing-baselines", "--netperf-baseline-dir=fresh")
+    assert failing.ret == pytest.ExitCode.TESTS_FAILED
+    assert "baseline written" not in failing.stdout.str()
+    assert [p.parent.name for p in Path(pytester.path, "fresh").glob("*/*.json")] == [".last-run"], "pending only"
+
+
 # ------------------------------------------------------------------ marker keywords
 @pytest.mark.parametrize(
     ("kwargs", "message"),

@@ -258,3 +258,25 @@ def test_netperf_baseline_show_and_diff_name_the_calibrations(tmp_path: Path) ->
         "  machine speed: calibration 47 ms stored vs 94 ms last run "
         "(2.0x: another machine; wall-clock figures do not compare)"
     ) in lines
+
+
+def test_another_class_baseline_judges_counted_costs_only(tmp_path: Path) -> None:
+    """Under ``new``, a test with no baseline of this class is judged against another class's
+    for its counted costs (they travel); its wall-clock budgets are NEW, and no calibration is
+    needed."""
+    stored(tmp_path, 41.0)
+    here = BaselineStore(tmp_path / ".netperf", "other-class-2c")
+    chooser, speed = policy(here, 78.0)
+    choice = chooser.choose(TEST_ID, [WALL, COUNTED])
+    assert choice.baseline is not None and not choice.wall_clock and speed.calls == 0
+    assert any(n.startswith(f"counted costs judged against the baseline of {CLASS}") for n in choice.notes)
+    lookup = choice.lookup
+    assert lookup is not None
+    assert lookup("default", "candidate", "rps") is None
+    assert lookup("default", "candidate", "instructions_per_request[proxy]") == [18_357.0, 18_360.0, 18_355.0]
+    assert "no baseline for this machine class (other-class-2c) yet" in choice.missing_note
+    only_wall = chooser.choose(TEST_ID, [WALL])
+    assert only_wall.baseline is None, "nothing that travels: NEW as before"
+    for mismatch in ("warn",):
+        warned, _ = policy(here, 78.0, mismatch)
+        assert warned.choose(TEST_ID, [WALL, COUNTED]).wall_clock, "warn judges everything, as before"
