@@ -138,7 +138,8 @@ class TimedRounds:
                 continue
             verdict = self._judge(m, b, set(spoiled), look, looks, max_rounds)
             busy = {i: why for i, why in m.busy_rounds().items() if i not in spoiled}
-            if verdict.status is not Status.PASS and busy and contention_matters(b):
+            paired = m.judged_series(b) is not None
+            if verdict.status is not Status.PASS and busy and contention_matters(b, paired):
                 verdict = self._judge_quiet_rounds(m, b, set(spoiled), busy, (look, looks, max_rounds))
             out[b.text] = verdict
         if len(out) > 1:

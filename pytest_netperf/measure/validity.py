@@ -170,17 +170,20 @@ def undecided_on_this_runner(budget: Budget, why: str, confidence: float) -> sta
 BUSY_OUTSIDE_SHARE = 0.25
 #: ... or the hypervisor stole at least this share of its CPU time.
 BUSY_STEAL_SHARE = 0.05
-#: The kinds of quantity whose absolute budgets (``p99 < 1ms``, ``loss <= 1%``) a busy runner
-#: can miss on its own: wall-clock figures. Comparisons are measured beside their reference
-#: in interleaved or simultaneous rounds, so a neighbour weighs on both sides; counts,
-#: errors and CPU per request are what the stack did whoever else ran.
+#: The kinds of quantity whose absolute budgets (``p99 < 1ms``, ``loss <= 1%``) and budgets
+#: against a stored baseline a busy runner can miss on its own: wall-clock figures.
+#: Comparisons measured in this run (a reference, the base twin) share the runner's
+#: neighbours in interleaved or simultaneous rounds; counts, errors and CPU per request are
+#: what the stack did whoever else ran.
 CONTENDED_FAMILIES = frozenset({Family.LATENCY, Family.RATE, Family.BITRATE, Family.PACKET_RATE})
 CONTENDED_METRICS = frozenset({"loss"})
 
 
-def contention_matters(budget: Budget) -> bool:
-    """Whether a busy runner alone can make ``budget`` miss: an absolute wall-clock budget."""
-    if budget.comparison != "absolute":
+def contention_matters(budget: Budget, paired: bool = False) -> bool:
+    """Whether a busy runner alone can make ``budget`` miss: a wall-clock budget that is
+    absolute, or against a stored baseline (measured on a quiet runner, not beside this run:
+    ``paired`` is True when the base revision's twin was measured in this run's rounds)."""
+    if budget.comparison == "reference" or (budget.comparison == "baseline" and paired):
         return False
     return budget.metric in CONTENDED_METRICS or metrics.get(budget.metric).family in CONTENDED_FAMILIES
 

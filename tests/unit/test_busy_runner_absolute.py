@@ -83,6 +83,22 @@ def test_a_runner_busy_throughout_leaves_the_budget_undecided_not_red() -> None:
     assert not undecided_fails(outcome.budget, outcome.verdict, "change")
 
 
+def test_a_miss_against_a_stored_baseline_on_a_busy_runner_is_undecided() -> None:
+    driver = NeighbourDriver(busy=set(range(1, 7)))
+    settings = GateSettings(rounds_min=6, rounds_max=6, round_duration_s=0.1, warmup_s=0.0)
+    g = Gate(
+        "t.py::test",
+        [parse_budget("p50 <= 1.1x baseline")],
+        settings,
+        driver_factory=lambda name, runner: driver,
+        baseline_lookup=lambda key, label, metric: [300_000.0 * (1 + 0.01 * i) for i in range(6)],
+    )
+    g.measure(URL)
+    (outcome,) = g.finish()
+    assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.n_rounds == 0
+    assert "this runner was too busy to measure p50" in outcome.verdict.undecidable
+
+
 def test_a_miss_on_a_quiet_runner_still_fails() -> None:
     outcome = judged(NeighbourDriver(busy=set(), quiet_ns=3_000_000.0))
     assert outcome.status is Status.FAIL
@@ -97,6 +113,8 @@ def test_only_absolute_wall_clock_budgets_are_excused() -> None:
     assert contention_matters(parse_budget("p99 < 1ms")) and contention_matters(parse_budget("loss <= 1%"))
     assert contention_matters(parse_budget("rps >= 1000"))
     assert not contention_matters(parse_budget("p99 <= 1.1x reference"))
+    assert contention_matters(parse_budget("rps >= 0.6x baseline")), "a stored baseline shares no neighbours"
+    assert not contention_matters(parse_budget("rps >= 0.6x base"), paired=True), "the base twin does"
     assert not contention_matters(parse_budget("errors == 0"))
     assert not contention_matters(parse_budget("cpu_per_request[edge] < 50us"))
 
