@@ -14,6 +14,7 @@ Scenario names (``--neighbour idle,busy,heavy:2``): ``idle`` runs nothing; ``LEV
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import os
 import re
@@ -79,6 +80,20 @@ def parse_scenario(text: str) -> Scenario:
     if pairs and not (pairs.isdigit() and int(pairs) >= 0):
         raise ValueError(f"neighbour {name!r}: N in LEVEL:N is a count of loopback TCP pairs (0 or more)")
     return Scenario(name, level, int(pairs or 0))
+
+
+def add_neighbour_options(parser: argparse.ArgumentParser, scope: str) -> None:
+    """``--neighbour``, ``--neighbour-seconds`` and ``--neighbour-seed``; ``scope`` says what
+    each scenario runs beside (for the help text)."""
+    parser.add_argument(
+        "--neighbour",
+        default=IDLE,
+        help=f"busy-neighbor scenarios, each {scope}: idle, light, busy, heavy, LEVEL:N (N net pairs)",
+    )
+    parser.add_argument(
+        "--neighbour-seconds", type=float, default=7200.0, help="busy-neighbor's --seconds bound (restarted after)"
+    )
+    parser.add_argument("--neighbour-seed", type=int, default=1, help="busy-neighbor's --seed")
 
 
 def parse_scenarios(text: str) -> list[Scenario]:

@@ -47,7 +47,16 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from _neighbour import IDLE, Neighbour, NeighbourMissing, NeighbourReport, Scenario, find_program, parse_scenarios
+from _neighbour import (
+    IDLE,
+    Neighbour,
+    NeighbourMissing,
+    NeighbourReport,
+    Scenario,
+    add_neighbour_options,
+    find_program,
+    parse_scenarios,
+)
 
 from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import Budget, parse_budget
@@ -302,15 +311,7 @@ def main() -> None:
     parser.add_argument(
         "--both-tools", action="store_true", help="count instructions and system calls side by side in every pass"
     )
-    parser.add_argument(
-        "--neighbour",
-        default=IDLE,
-        help="busy-neighbor scenarios, each beside every proxy's gates: idle, light, busy, heavy, LEVEL:N (net pairs)",
-    )
-    parser.add_argument(
-        "--neighbour-seconds", type=float, default=7200.0, help="busy-neighbor's --seconds bound (restarted after)"
-    )
-    parser.add_argument("--neighbour-seed", type=int, default=1, help="busy-neighbor's --seed")
+    add_neighbour_options(parser, "beside every proxy's gates")
     args = parser.parse_args()
     known = cases(args.budget)
     try:

@@ -69,7 +69,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from _neighbour import IDLE, Neighbour, NeighbourMissing, NeighbourReport, find_program, parse_scenarios
+from _neighbour import (
+    IDLE,
+    Neighbour,
+    NeighbourMissing,
+    NeighbourReport,
+    add_neighbour_options,
+    find_program,
+    parse_scenarios,
+)
 from scipy.stats import beta
 
 from pytest_netperf import defaults
@@ -417,15 +425,7 @@ def main() -> None:
         type=Path,
         help="append each gate's rounds (its metric per side, in order) to this JSON-lines file",
     )
-    parser.add_argument(
-        "--neighbour",
-        default=IDLE,
-        help="busy-neighbor scenarios, each running every row: idle, light, busy, heavy, LEVEL:N (N net pairs)",
-    )
-    parser.add_argument(
-        "--neighbour-seconds", type=float, default=7200.0, help="busy-neighbor's --seconds bound (restarted after)"
-    )
-    parser.add_argument("--neighbour-seed", type=int, default=1, help="busy-neighbor's --seed")
+    add_neighbour_options(parser, "running every row")
     args = parser.parse_args()
     args.only = {part.strip() for part in args.only.split(",")}
     designs = [part.strip() for part in args.design.split(",")]
