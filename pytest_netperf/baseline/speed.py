@@ -17,11 +17,12 @@ not be calibrated.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from pytest_netperf.runtime.machine_speed import SPEED_THRESHOLD, WALL, Calibration, speed_ratio
+from pytest_netperf.runtime.machine_speed import SPEED_THRESHOLD, WALL, Calibration, quota_slowdown, speed_ratio
 
 #: The fingerprint key the calibration is stored under.
 CALIBRATION_KEY = "calibration"
@@ -84,7 +85,8 @@ class SpeedCheck:
         if pair is None:
             return ""
         stored, here = pair
-        if _one_thread_share(stored.quota_cpus) != _one_thread_share(here.quota_cpus):
+        cores = os.cpu_count() or 1  # one machine class: one count of cores
+        if quota_slowdown(stored.quota_cpus, cores) != quota_slowdown(here.quota_cpus, cores):
             return f"CPU quota {_cpus(stored.quota_cpus)} vs {_cpus(here.quota_cpus)} here"
         if stored.cpu_ms is None or here.cpu_ms is None:
             return ""
@@ -121,11 +123,6 @@ class SpeedCheck:
             f"zlib {self.stored.library or '?'} vs {self.here.workload}, zlib {self.here.library or '?'}): "
             "wall-clock budgets are judged without a speed check"
         )
-
-
-def _one_thread_share(quota: Optional[float]) -> float:
-    """The share of one CPU a quota leaves one thread (a quota of a CPU or more: all of it)."""
-    return 1.0 if quota is None else min(1.0, quota)
 
 
 def _cpus(quota: Optional[float]) -> str:

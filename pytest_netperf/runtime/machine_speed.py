@@ -16,8 +16,10 @@ quota does not stretch); then :data:`CHUNKS` chunks of at least :data:`MIN_CHUNK
 (150 ms) of CPU work each, longer than a CFS period (100 ms), so a quota or a hypervisor's
 cap throttles every chunk. Per chunk, the figure is the chunk's *running time* (wall time
 less the time the thread waited on a run queue, :mod:`pytest_netperf.runtime.cpu_share`:
-CPU time plus steal) times the slowdown of its cgroups' CPU quota below one CPU (a 0.5-CPU
-quota: 2x); the calibration is the **best** chunk. Without the kernel's run-queue wait
+CPU time plus steal) times the slowdown of its cgroups' CPU quota below the machine's cores
+(on 2 cores, a 1-CPU quota: 2x, 0.5 CPU: 4x; the machine class counts the cores, so a quota
+that leaves a share of them is a slower machine of that class, whatever one thread gets);
+the calibration is the **best** chunk. Without the kernel's run-queue wait
 (no schedstats) the figure is the plain wall time (quota and steal in, neighbours too).
 Idle it takes 0.8 s here, under a 50% quota 1.6 s; :data:`MAX_TOTAL_S` bounds it.
 
@@ -53,6 +55,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import time
 import zlib
 from collections.abc import Callable, Mapping
@@ -175,7 +178,7 @@ def calibrate(chunks: int = CHUNKS, min_chunk_s: float = MIN_CHUNK_S, max_total_
     when idle), with the kernel's run-queue wait and the cgroups' quota when there are."""
     schedstat = thread_schedstat()
     waited = (lambda: run_delay_s(schedstat) or 0.0) if schedstat is not None else None
-    return measure(chunks, min_chunk_s, max_total_s, waited=waited, quota=cpu_quota())
+    return measure(chunks, min_chunk_s, max_total_s, waited=waited, quota=cpu_quota(), cores=os.cpu_count() or 1)
 
 
 def measure(
@@ -186,10 +189,11 @@ def measure(
     cpu_clock: Clock = time.thread_time,
     waited: Optional[Clock] = None,
     quota: Optional[float] = None,
+    cores: int = 1,
 ) -> Calibration:
     """The calibration with the given clocks: ``waited`` reads the thread's cumulative run-queue
     wait in seconds (None: not known, the figure is the plain wall time), ``quota`` is its CPU
-    quota in CPUs (None: unlimited)."""
+    quota in CPUs (None: unlimited), ``cores`` the machine's logical cores."""
     block = work_block()
     started = clock()
     cpu0 = cpu_clock()
@@ -200,8 +204,7 @@ def measure(
     one = max((cpu_clock() - cpu0) / WARMUP_BLOCKS, 1e-6)
     blocks = max(BLOCKS_PER_UNIT, math.ceil(min_chunk_s / one))
     scale = 1000.0 * BLOCKS_PER_UNIT / blocks  # seconds of a chunk -> ms per work unit
-    # the quota's share of one CPU: it slows one thread only below one CPU
-    slowdown = 1.0 / quota if waited is not None and quota is not None and quota < 1.0 else 1.0
+    slowdown = quota_slowdown(quota, cores) if waited is not None else 1.0
     figures: list[float] = []
     walls: list[float] = []
     cpus: list[float] = []
@@ -227,6 +230,12 @@ def measure(
         method=WITHOUT_WAIT if waited is not None else WALL,
         library=zlib.ZLIB_RUNTIME_VERSION,
     )
+
+
+def quota_slowdown(quota: Optional[float], cores: int) -> float:
+    """How many times less CPU than its ``cores`` a ``quota`` (in CPUs) leaves the machine's
+    work: 1 without a quota or with one of all the cores."""
+    return cores / quota if quota is not None and 0 < quota < cores else 1.0
 
 
 @functools.lru_cache(maxsize=1)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Optional
@@ -61,15 +62,18 @@ def test_the_difference_names_both_figures_and_which_way() -> None:
     assert "measured 1.9x slower (calibration 78 ms vs 41 ms here)" in faster_here.difference()
 
 
-def test_the_difference_says_what_else_differs() -> None:
+def test_the_difference_says_what_else_differs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)  # a 2-core machine class
     idle = Calibration(ms=46.9, cpu_ms=46.9, library=LIBRARY)
     quota = Calibration(ms=93.8, cpu_ms=46.9, quota_cpus=0.5, library=LIBRARY)
     assert SpeedCheck(idle, quota).difference() == (
         "baseline recorded on a machine that measured 2.0x faster "
         "(calibration 47 ms vs 94 ms here; CPU quota none vs 0.5 CPUs here)"
     )
-    two_cpus = Calibration(ms=90.0, cpu_ms=47.5, quota_cpus=2.0, library=LIBRARY)  # one thread gets all it wants
+    two_cpus = Calibration(ms=90.0, cpu_ms=47.5, quota_cpus=2.0, library=LIBRARY)  # all of the 2 cores
     assert "CPU quota" not in SpeedCheck(idle, two_cpus).cause()
+    one_cpu = Calibration(ms=93.8, cpu_ms=46.9, quota_cpus=1.0, library=LIBRARY)  # half of them
+    assert SpeedCheck(idle, one_cpu).cause() == "CPU quota none vs 1 CPUs here"
     stolen = Calibration(ms=90.0, cpu_ms=47.5, library=LIBRARY)
     assert SpeedCheck(idle, stolen).cause() == "CPU time per unit 47 vs 48 ms: a hypervisor's share (steal)"
     plain_wall = Calibration(ms=90.0, cpu_ms=47.5, method="wall", library=LIBRARY)

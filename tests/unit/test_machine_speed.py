@@ -79,12 +79,17 @@ def test_without_the_kernels_wait_the_figure_is_the_best_wall_time(monkeypatch: 
     assert measured.method == machine_speed.WALL
 
 
-def test_a_quota_below_one_cpu_slows_the_figure_and_steal_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_quota_below_the_machines_cores_slows_the_figure_and_steal_counts(monkeypatch: pytest.MonkeyPatch) -> None:
     half = SimulatedMachine(0.010, lambda _: 0.010).run(monkeypatch, quota=0.5, chunks=3)  # throttled: waits
     assert half.ms == pytest.approx(160.0)
     assert half.cpu_ms == pytest.approx(80.0)
     assert half.quota_cpus == 0.5
     assert SimulatedMachine(0.010).run(monkeypatch, quota=1.5, chunks=3).ms == pytest.approx(80.0)
+    # on 2 cores a quota of one CPU leaves half the machine, though one thread runs unthrottled
+    assert SimulatedMachine(0.010).run(monkeypatch, quota=1.0, cores=2, chunks=3).ms == pytest.approx(160.0)
+    assert SimulatedMachine(0.010).run(monkeypatch, quota=1.5, cores=2, chunks=3).ms == pytest.approx(106.7, rel=1e-3)
+    assert SimulatedMachine(0.010).run(monkeypatch, quota=2.0, cores=2, chunks=3).ms == pytest.approx(80.0)
+    assert machine_speed.quota_slowdown(None, 4) == machine_speed.quota_slowdown(8.0, 4) == 1.0
     stolen = SimulatedMachine(0.010, steal_s=0.010).run(monkeypatch, chunks=3)  # a hypervisor's cap
     assert stolen.ms == pytest.approx(160.0)
     assert stolen.cpu_ms == pytest.approx(80.0)
