@@ -52,6 +52,7 @@ Usage: python benchmarks/gate_power.py [--gates 20] [--only cpu,p90,rps] [--desi
        [--cores 0.25] [--fixed-cores 1] [--skip-aa] [--skip-cut] [--duration 0.5] [--min-rounds 6]
        [--max-rounds alternate:32,simultaneous:64] [--rounds-out rounds.jsonl]
        [--neighbour idle,busy,heavy:2] [--neighbour-seconds 7200] [--neighbour-seed 1]
+       python benchmarks/gate_power.py --summarize rounds.jsonl [more.jsonl ...]
 Needs Docker and the local images (`netperf images build`). Everything started is removed.
 """
 
@@ -425,8 +426,19 @@ def main() -> None:
         type=Path,
         help="append each gate's rounds (its metric per side, in order) to this JSON-lines file",
     )
+    parser.add_argument(
+        "--summarize",
+        type=Path,
+        nargs="+",
+        metavar="ROUNDS_JSONL",
+        help="print the table of gates that --rounds-out files hold (runs of their own, or one cut short) and exit",
+    )
     add_neighbour_options(parser, "running every row")
     args = parser.parse_args()
+    if args.summarize:
+        runs = [run for path in args.summarize for run in read_runs(path)]
+        summarize(runs, sum(run.seconds for run in runs))
+        return
     args.only = {part.strip() for part in args.only.split(",")}
     designs = [part.strip() for part in args.design.split(",")]
     unknown = sorted(set(designs) - set(DESIGNS))
@@ -486,6 +498,27 @@ def run_row(
                 f"{run.rounds:3} rounds {run.seconds:5.1f}s  | same rounds: {side}",
                 flush=True,
             )
+
+
+def read_runs(path: Path) -> list[GateRun]:
+    """The gates a --rounds-out file holds (the minutes in the table are then the gates' own)."""
+    runs = []
+    for line in path.read_text().splitlines():
+        doc = json.loads(line)
+        runs.append(
+            GateRun(
+                design=doc["design"],
+                scenario=doc["scenario"],
+                status=Status(doc["status"]),
+                rounds=doc["rounds"],
+                seconds=doc["seconds"],
+                estimate=doc["estimate"],
+                side={name: Status(value) for name, value in doc["side"].items()},
+                values=doc.get("values", {}),
+                neighbour=doc.get("neighbour", IDLE),
+            )
+        )
+    return runs
 
 
 def max_rounds(text: str) -> dict[str, int]:
