@@ -127,7 +127,7 @@ CPU_PERIOD_US = 100_000
 #: two containers of one image differed by a fixed 1.5-4% for their lifetime (the bias
 #: followed the container when the roles swapped) and each pair's ratio spread 5-11%;
 #: sharing one core without a quota, 1.00x +- 0.4% and 2-3% per pair.
-PINNED, QUOTA = "pinned", "quota"
+PINNED, QUOTA, FLOAT, TWINS = "pinned", "quota", "float", "twins"
 
 
 @dataclass
@@ -188,7 +188,7 @@ def run_gate(args: argparse.Namespace, design: str, row: Row) -> GateRun:
 
 def drivers(args: argparse.Namespace, group: str) -> Callable[[Optional[str], object], object]:
     """The gates' driver factory: the Rust driver, on --driver-cores for the pinned rps rows."""
-    pinned = group == "rps" and args.rps_placement == PINNED
+    pinned = is_pinned(args, group)
 
     def factory(name: Optional[str], runner: object) -> object:
         if pinned and runner is None:
@@ -351,10 +351,22 @@ def place(
     core, no quota) or a quota of --fixed-cores / --cores each (cand's cut by 5% with ``quota_cut``)."""
     for stack, cut in zip(stacks, (False, quota_cut), strict=True):
         container = stack.container("echo")
-        if group == "rps" and args.rps_placement == PINNED:
+        if is_pinned(args, group):
             container.update(cpuset_cpus=args.sut_cores, cpu_period=CPU_PERIOD_US, cpu_quota=-1)
             continue
+        if group != "rps" and args.fixed_placement == TWINS:
+            container.update(cpuset_cpus=args.sut_cores, cpu_period=CPU_PERIOD_US, cpu_quota=-1)
+            continue
+        if group != "rps" and args.fixed_placement == FLOAT:
+            container.update(cpuset_cpus=cpuset_text(usable_cores()), cpu_period=CPU_PERIOD_US, cpu_quota=-1)
+            continue
         set_cpus(stack, (args.cores if group == "rps" else args.fixed_cores) * ((1 - INJECTED) if cut else 1.0))
+
+
+def is_pinned(args: argparse.Namespace, group: str) -> bool:
+    """Whether ``group``'s rows share --sut-cores between the echo containers (no quota) and
+    run the drivers on --driver-cores."""
+    return (args.rps_placement if group == "rps" else args.fixed_placement) == PINNED
 
 
 def set_cpus(stack: RunningTopology, cores: float) -> None:
@@ -392,6 +404,16 @@ def main() -> None:
     # ~50k requests/s); at 10 us per request the same burn cut rps 3.4% in alternating
     # rounds and 4.9% in simultaneous ones (the lone server's driver near its limit); at
     # 30 us (~47 us per request in all) 5% in both
+    # beside busy-neighbor --level busy, two unpinned containers' CPU per request differed
+    # 25% (sd) from round to round (each core's neighbour bursts and cache sweeps its own)
+    parser.add_argument(
+        "--fixed-placement",
+        choices=(PINNED, QUOTA, FLOAT, TWINS),
+        default=QUOTA,
+        help="CPU layout of the cpu and p90 rows: quota (--fixed-cores each, any core), pinned (as rps) "
+        "float (no quota, any core: the plugin's default on a machine it does not split) or twins (both "
+        "echo containers on --sut-cores, the drivers on any core)",
+    )
     parser.add_argument("--rps-burn", type=float, default=30.0, help="us every server spends per request (pinned rps)")
     # asking for a burn at all costs CPU (reading the query, the clock): a burn on the
     # candidate alone measured +6.5% at 0.18 us, so no burn injects +5%; a burn on both

@@ -8,6 +8,7 @@ agree on, for example, where baselines live.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Mapping, Optional
@@ -87,7 +88,10 @@ SETTING_HELP: dict[str, str] = {
     f"{defaults.LOCUST_MASTER_BIND}:{defaults.LOCUST_MASTER_PORT} with remote workers, else 127.0.0.1 and a free port)",
     "locust_workers_timeout_s": "seconds the Locust master waits for all its workers to attach "
     f"(default {defaults.LOCUST_WORKERS_TIMEOUT_S:g})",
-    "update_baseline": "write this run's results as the new baselines",
+    "update_baseline": "write this run's results as the new baselines (not of a test whose budget FAILed, other "
+    "than against the old baseline, or was INVALID: see --netperf-accept-failed-baseline)",
+    "accept_failed_baseline": "with --netperf-update-baseline: write the baseline of a test whose budgets FAILed or "
+    "were INVALID too (refused otherwise: a broken run is nobody's baseline)",
     "record_missing": "write a test's baseline where this machine class has none for it yet (a machine's first "
     "run records its wall-clock figures; a run with a FAIL or INVALID budget writes nothing)",
     "calibrate": "A/A run: measure each reference against itself and store the noise floor",
@@ -95,7 +99,7 @@ SETTING_HELP: dict[str, str] = {
     f"invalid (default {defaults.MAX_LAG_MS:g})",
     "realtime": "open loop: run the Rust driver SCHED_FIFO (needs root) so a busy machine cannot delay its sends",
     "driver_cpus": "cores of the load driver (the Rust driver, Locust, the driver container): auto (default: "
-    "its own cores, away from the system under test, where this machine has 4 or more; all of them below), "
+    "its own cores, away from the system under test, where this machine has 2 or more), "
     "all (no pinning), or a cpuset such as 0-1 or 0,2",
     "strict": "a netperf-marked test that would be skipped for a netperf reason (Docker unreachable, an image "
     "missing) fails instead, so a merge gate cannot pass by not running; default: on when the environment "
@@ -123,6 +127,7 @@ class Settings(GateSettings):
     locust_master: str = ""
     locust_workers_timeout_s: float = defaults.LOCUST_WORKERS_TIMEOUT_S
     update_baseline: bool = False
+    accept_failed_baseline: bool = False
     record_missing: bool = False
     strict: bool = False
     driver_cpus: str = defaults.DRIVER_CPUS
@@ -162,21 +167,23 @@ class Settings(GateSettings):
         check_durations(self.round_duration_s, self.warmup_s)
         if self.counting_requests < 10:
             raise SettingError("counting_requests", f"counting_requests must be >= 10 (got {self.counting_requests})")
-        if self.counting_repetitions < 1:
+        if self.counting_repetitions < 2:
             raise SettingError(
-                "counting_repetitions", f"counting_repetitions must be >= 1 (got {self.counting_repetitions})"
+                "counting_repetitions",
+                f"counting_repetitions must be >= 2 (got {self.counting_repetitions}): the counted verdicts "
+                "rest on the spread of the repetitions, and one repetition has no spread",
             )
         if not self.counting_time_limit_s > 0:
             raise SettingError(
                 "counting_time_limit_s", f"counting_time_limit_s must be > 0 (got {self.counting_time_limit_s:g})"
             )
-        check_durations(self.round_duration_s, self.round_warmup_s)
+        check_durations(self.round_duration_s, self.round_warmup_s, warmup_setting="round_warmup_s")
         if not 0.5 <= self.confidence < 1.0:
-            raise ValueError(f"confidence must be in [0.5, 1) (got {self.confidence:g}); e.g. 0.95")
+            raise SettingError("confidence", f"confidence must be in [0.5, 1) (got {self.confidence:g}); e.g. 0.95")
         if self.max_lag_ms <= 0:
-            raise ValueError(f"max_lag_ms must be > 0 (got {self.max_lag_ms:g})")
+            raise SettingError("max_lag_ms", f"max_lag_ms must be > 0 (got {self.max_lag_ms:g})")
         if self.locust_workers < 0:
-            raise ValueError(f"locust_workers must be >= 0 (got {self.locust_workers})")
+            raise SettingError("locust_workers", f"locust_workers must be >= 0 (got {self.locust_workers})")
         if self.locust_remote_workers < 0:
             raise SettingError(
                 "locust_remote_workers", f"locust_remote_workers must be >= 0 (got {self.locust_remote_workers})"
@@ -191,6 +198,12 @@ class Settings(GateSettings):
                 parse_master(self.locust_master)
             except ValueError as exc:
                 raise SettingError("locust_master", f"locust_master: {exc}") from None
+        if self.accept_failed_baseline and not self.update_baseline:
+            raise SettingError(
+                "accept_failed_baseline",
+                "accept_failed_baseline only says what update_baseline may write: pass both",
+                "update_baseline",
+            )
         check_driver_cpus(self.driver_cpus)
         if self.machine_class:
             try:
@@ -208,11 +221,28 @@ class Settings(GateSettings):
 
 
 class SettingError(ValueError):
-    """A bad value of one setting; ``setting`` names it (so the plugin can name its option)."""
+    """A bad value of one setting; ``setting`` names it (so the plugin can name its option).
 
-    def __init__(self, setting: str, message: str) -> None:
+    The message names the setting (and ``others`` it is checked against) by their setting
+    names; :meth:`worded` puts what the user wrote in their place (an option, an ini key).
+    """
+
+    def __init__(self, setting: str, message: str, *others: str) -> None:
         super().__init__(message)
         self.setting = setting
+        #: Every setting the message names, ``setting`` first.
+        self.settings = (setting, *others)
+
+    def worded(self, names: Mapping[str, str]) -> str:
+        """The message with each setting it names replaced by ``names[setting]`` (the option
+        or ini key the user wrote); a setting without a name keeps its own."""
+        known = {setting: names[setting] for setting in self.settings if setting in names}
+        if not known:
+            return str(self)
+        pattern = re.compile(r"\b(" + "|".join(re.escape(s) for s in sorted(known, key=len, reverse=True)) + r")\b")
+        if pattern.search(str(self)) is None:  # a message that names no setting: say whose it is
+            return f"{known.get(self.setting, self.setting)}: {self}"
+        return pattern.sub(lambda match: known[match.group(1)], str(self))
 
 
 def check_driver_cpus(value: str) -> None:
@@ -232,7 +262,7 @@ def resolve_driver_cpus(value: str, cores: Optional[list[int]] = None) -> Option
     """The cpuset the load driver runs on, or None (no pinning), for a ``driver_cpus`` value.
 
     ``auto``: the driver's share of :func:`~pytest_netperf.runtime.resources.default_split`
-    of ``cores`` (default: the cores this process may use), None below 4 cores; ``all``:
+    of ``cores`` (default: the cores this process may use), None on one core; ``all``:
     None; a cpuset: itself, normalised (``0,1`` -> ``0-1``). Raises :class:`SettingError`
     for a cpuset naming a core this process may not use, or any cpuset where the platform
     cannot pin processes (not Linux).
@@ -259,19 +289,22 @@ def resolve_driver_cpus(value: str, cores: Optional[list[int]] = None) -> Option
 
 
 def check_rounds(rounds_min: int, rounds_max: int) -> None:
-    """ValueError unless ``2 <= rounds_min <= rounds_max`` (the marker checks the same)."""
+    """:class:`SettingError` unless ``2 <= rounds_min <= rounds_max`` (the marker checks the same)."""
     if rounds_min < 2:
-        raise ValueError(f"rounds_min must be at least 2 (got {rounds_min})")
+        raise SettingError("rounds_min", f"rounds_min must be at least 2 (got {rounds_min})")
     if rounds_max < rounds_min:
-        raise ValueError(f"rounds_max ({rounds_max}) must be >= rounds_min ({rounds_min})")
+        raise SettingError(
+            "rounds_max", f"rounds_max ({rounds_max}) must be >= rounds_min ({rounds_min})", "rounds_min"
+        )
 
 
-def check_durations(round_duration_s: float, warmup_s: float) -> None:
-    """ValueError unless the round lasts > 0 s and the warmup >= 0 s."""
+def check_durations(round_duration_s: float, warmup_s: float, warmup_setting: str = "warmup_s") -> None:
+    """:class:`SettingError` unless the round lasts > 0 s and the warmup (the setting
+    ``warmup_setting``) >= 0 s."""
     if not round_duration_s > 0:
-        raise ValueError(f"round_duration_s must be > 0 (got {round_duration_s:g})")
+        raise SettingError("round_duration_s", f"round_duration_s must be > 0 (got {round_duration_s:g})")
     if not warmup_s >= 0:
-        raise ValueError(f"warmup_s must be >= 0 (got {warmup_s:g})")
+        raise SettingError(warmup_setting, f"{warmup_setting} must be >= 0 (got {warmup_s:g})")
 
 
 def strict_default(environ: Optional[Mapping[str, str]] = None) -> bool:
@@ -301,7 +334,7 @@ def _convert(key: str, value: Any) -> Any:
             return to_float(value)
         return str(value).strip().lower()
     except (TypeError, ValueError) as exc:
-        raise SettingError(key, f"invalid value {value!r} for netperf setting {key}: {exc}") from None
+        raise SettingError(key, f"invalid value {value!r} for {key}: {exc}") from None
 
 
 _TRUE = {"1", "true", "yes", "on"}

@@ -38,6 +38,7 @@ from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.host_ports import free_host_ports
 from pytest_netperf.runtime.l4_paths import L4Paths, core_pair
 from pytest_netperf.runtime.l4_paths import l4_paths as l4_paths_over
+from pytest_netperf.runtime.resources import split_around_driver
 from pytest_netperf.runtime.running import RunningTopology, TopologyStartError
 from pytest_netperf.topology import builders
 from pytest_netperf.topology.model import Topology
@@ -79,12 +80,15 @@ def netperf_docker(
         worker = os.environ.get("PYTEST_XDIST_WORKER")
         where = f" [{worker}]" if worker else ""
         _record(request.config, leftovers=[f"{stale.summary()} (their processes were gone){where}"])
+    session = maybe_session_of(request.config)
     runtime = DockerRuntime(
         session_id,
         {"echo": echo_image},
         client,
         overrides=netperf_image_overrides,
         base_dir=request.config.rootpath,  # relative config= paths of file-backed nodes
+        # the nodes keep off a pinned driver's cores (--netperf-driver-cpus), on any machine
+        core_split=split_around_driver(session.driver_cpus) if session is not None else "auto",
     )
     restore_signals = _install_signal_cleanup(session_id)
     last_resort = _register_atexit(session_id)

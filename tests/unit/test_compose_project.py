@@ -153,7 +153,7 @@ def test_resources_file_values_then_test_values_then_core_split() -> None:
     assert resources["app"] == Resources(cpus=0.5, cpuset="2", memory="128m")  # test wins, file cpus kept
     assert resources["edge"] == Resources(cpus=1.0, cpuset="1-3")
     assert resources["migrate"] == Resources(cpuset="1-3")
-    assert P.effective_resources(CONFIG)["edge"].empty  # no split (below 4 cores), no limits
+    assert P.effective_resources(CONFIG)["edge"].empty  # no split given, no limits
     with pytest.raises(ComposeUsageError, match=r"resources=: unknown service\(s\) 'nope'"):
         P.effective_resources(CONFIG, {"nope": Resources(cpus=1.0)})
 

@@ -22,7 +22,7 @@ from pytest_netperf.measure.gate import DRIVER_CORES_FACT, series_facts
 from pytest_netperf.runtime.commands import LocalRunner
 from pytest_netperf.runtime.endpoints import Endpoint
 from pytest_netperf.runtime.process_guard import check_cores
-from pytest_netperf.runtime.resources import default_split, usable_cores
+from pytest_netperf.runtime.resources import CoreSplit, default_split, split_around_driver, usable_cores
 from pytest_netperf.settings import SettingError, Settings, check_driver_cpus, resolve_driver_cpus
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning needs Linux")
@@ -57,9 +57,11 @@ def test_check_driver_cpus_takes_only_normalised_text() -> None:
 
 
 # ------------------------------------------------------------------ resolution
-def test_auto_splits_only_from_four_cores() -> None:
-    assert resolve_driver_cpus("auto", [0, 1]) is None
-    assert resolve_driver_cpus("auto", [0, 1, 2]) is None
+def test_auto_splits_from_two_cores() -> None:
+    assert resolve_driver_cpus("auto", [0]) is None
+    assert resolve_driver_cpus("auto", [0, 1]) == "0"
+    assert resolve_driver_cpus("auto", [0, 1, 2]) == "0"
+    assert default_split([0, 1]) == CoreSplit(driver="0", sut="1")
     assert resolve_driver_cpus("auto", [0, 1, 2, 3]) == "0"
     assert resolve_driver_cpus("auto", list(range(8))) == "0-1"
     assert resolve_driver_cpus("auto", [2, 3, 6, 7, 8, 9, 10, 11]) == "2-3"
@@ -74,6 +76,17 @@ def test_all_never_pins_and_a_cpuset_is_normalised() -> None:
 def test_a_cpuset_naming_unusable_cores_is_an_error_naming_them() -> None:
     with pytest.raises(SettingError, match=r"driver_cpus '0-5': core\(s\) 4-5 not available to this process"):
         resolve_driver_cpus("0-5", [0, 1, 2, 3])
+
+
+def test_a_pinned_driver_leaves_the_system_under_test_the_other_cores() -> None:
+    assert split_around_driver("0", [0, 1]) == CoreSplit(driver="0", sut="1")
+    assert split_around_driver("0-1", [0, 1, 2, 3]) == CoreSplit(driver="0-1", sut="2-3")
+    assert split_around_driver("2", [0, 1, 2, 3]) == CoreSplit(driver="2", sut="0-1,3")
+    assert split_around_driver(None, [0, 1]) is None  # not pinned: nobody is
+    assert split_around_driver("0-1", [0, 1]) is None  # the driver has every core: the nodes share them
+    # auto keeps default_split's layout
+    split = default_split([0, 1, 2, 3])
+    assert split is not None and split_around_driver(resolve_driver_cpus("auto", [0, 1, 2, 3]), [0, 1, 2, 3]) == split
 
 
 def test_auto_on_this_machine_follows_default_split() -> None:
