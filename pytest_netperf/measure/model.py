@@ -160,15 +160,17 @@ class Measurement:
                     spoiled.setdefault(index, (series, disturbance))
         return spoiled
 
-    def busy_rounds(self) -> dict[int, str]:
-        """The candidate's rounds whose runner was busy, by round index, with why (measure/validity.py)."""
+    def busy_rounds(self, also: Optional[Series] = None) -> dict[int, str]:
+        """The candidate's rounds whose runner was busy, by round index, with why
+        (measure/validity.py); with ``also``, the rounds where that series' was busy too."""
         busy: dict[int, str] = {}
-        others = [s for s in self.series() if s is not self.candidate]
-        for index, result in enumerate(self.candidate.rounds):
-            beside = [s.rounds[index] for s in others if len(s.rounds) > index]
-            why = runner_busy(result, beside)
-            if why:
-                busy[index] = why
+        for series in (self.candidate, also) if also is not None else (self.candidate,):
+            others = [s for s in self.series() if s is not series]
+            for index, result in enumerate(series.rounds):
+                beside = [s.rounds[index] for s in others if len(s.rounds) > index]
+                why = runner_busy(result, beside)
+                if why and index not in busy:
+                    busy[index] = why if series is self.candidate else f"{series.label}: {why}"
         return busy
 
     def data_problem(self, budget: Budget) -> Optional[str]:

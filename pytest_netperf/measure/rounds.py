@@ -17,7 +17,7 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.errors import DriverError, InvalidMeasurement
 from pytest_netperf.measure.contention import shared_cores, starved_by_stack
-from pytest_netperf.measure.design import run_side_by_side
+from pytest_netperf.measure.design import SIMULTANEOUS, run_side_by_side
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import round_seed
 from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
@@ -137,9 +137,12 @@ class TimedRounds:
                 out[b.text] = undecided_on_this_runner(b, why, self.settings.confidence)
                 continue
             verdict = self._judge(m, b, set(spoiled), look, looks, max_rounds)
-            busy = {i: why for i, why in m.busy_rounds().items() if i not in spoiled}
-            paired = m.judged_series(b) is not None
-            if verdict.status is not Status.PASS and busy and contention_matters(b, paired):
+            other = m.judged_series(b)
+            together = m.design == SIMULTANEOUS  # in turns, each side met neighbours of its own
+            busy = {
+                i: why for i, why in m.busy_rounds(also=None if together else other).items() if i not in spoiled
+            }
+            if verdict.status is not Status.PASS and busy and contention_matters(b, other is not None, together):
                 verdict = self._judge_quiet_rounds(m, b, set(spoiled), busy, (look, looks, max_rounds))
             out[b.text] = verdict
         if len(out) > 1:
@@ -172,8 +175,9 @@ class TimedRounds:
     def _judge_quiet_rounds(
         self, m: Measurement, b: Budget, skip: set[int], busy: dict[int, str], look: tuple[int, int, Optional[int]]
     ) -> stats.Verdict:
-        """An absolute wall-clock budget that did not pass, judged again without the rounds
-        measured while the runner was busy: the quiet rounds decide, and with fewer than
+        """A wall-clock budget a busy runner can make miss (validity.contention_matters) that did
+        not pass, judged again without the rounds measured while the runner was busy: the quiet
+        rounds decide, and with fewer than
         :data:`MIN_KEPT_ROUNDS` of them it is undecided on this runner (never a FAIL the
         neighbours may have caused)."""
         total = len(m.candidate.rounds)

@@ -130,3 +130,42 @@ def test_what_counts_as_busy() -> None:
     beside = replace(make_round(), runner=state(outside=0.9))  # 0.5 of it is the twin's driver + stack
     assert runner_busy(beside) is not None
     assert runner_busy(beside, [twin]) is None
+
+
+class TurnsDriver:
+    """The candidate's rounds meet a neighbour using 1.2 cores and are slow; the reference's are quiet."""
+
+    name = "rust"
+    cpus = None
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def run(self, url: str, shape: LoadShape) -> RoundResult:
+        self.calls += 1
+        busy = url == URL
+        result = make_round(median_ns=3_000_000.0 if busy else 300_000.0, url=url, seed=self.calls)
+        return replace(result, runner=state(outside=1.2 if busy else 0.05, started=100.0 + self.calls))
+
+
+def compared(design: str) -> object:
+    settings = GateSettings(rounds_min=6, rounds_max=6, round_duration_s=0.1, warmup_s=0.0, design=design)
+    driver = TurnsDriver()
+    g = Gate("t.py::test", [parse_budget("p50 <= 1.1x reference")], settings, driver_factory=lambda n, r: driver)
+    g.compare(URL, "http://10.0.0.3/")
+    (outcome,) = g.finish()
+    return outcome
+
+
+def test_a_reference_measured_in_turns_on_a_busy_runner_is_undecided_not_red() -> None:
+    outcome = compared("alternate")
+    assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.n_rounds == 0
+    assert "this runner was too busy to measure p50: 6 of 6 round(s) measured while the runner was busy" in (
+        outcome.verdict.undecidable
+    )
+    assert not undecided_fails(outcome.budget, outcome.verdict, "change")
+    assert contention_matters(parse_budget("p50 <= 1.1x reference"), together=False)
+
+
+def test_a_reference_loaded_at_once_shares_the_neighbours_and_is_judged() -> None:
+    assert compared("simultaneous").status is Status.FAIL
