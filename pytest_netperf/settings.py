@@ -99,7 +99,7 @@ SETTING_HELP: dict[str, str] = {
     f"invalid (default {defaults.MAX_LAG_MS:g})",
     "realtime": "open loop: run the Rust driver SCHED_FIFO (needs root) so a busy machine cannot delay its sends",
     "driver_cpus": "cores of the load driver (the Rust driver, Locust, the driver container): auto (default: "
-    "its own cores, away from the system under test, where this machine has 2 or more), "
+    "its own cores, away from the system under test, where this machine has 4 or more; all of them below), "
     "all (no pinning), or a cpuset such as 0-1 or 0,2",
     "strict": "a netperf-marked test that would be skipped for a netperf reason (Docker unreachable, an image "
     "missing) fails instead, so a merge gate cannot pass by not running; default: on when the environment "
@@ -262,7 +262,7 @@ def resolve_driver_cpus(value: str, cores: Optional[list[int]] = None) -> Option
     """The cpuset the load driver runs on, or None (no pinning), for a ``driver_cpus`` value.
 
     ``auto``: the driver's share of :func:`~pytest_netperf.runtime.resources.default_split`
-    of ``cores`` (default: the cores this process may use), None on one core; ``all``:
+    of ``cores`` (default: the cores this process may use), None below 4 cores; ``all``:
     None; a cpuset: itself, normalised (``0,1`` -> ``0-1``). Raises :class:`SettingError`
     for a cpuset naming a core this process may not use, or any cpuset where the platform
     cannot pin processes (not Linux).

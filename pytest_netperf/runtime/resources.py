@@ -11,13 +11,14 @@ from dataclasses import dataclass
 
 from pytest_netperf.topology.resources import cpuset_text, parse_cpuset
 
-#: Below this many usable cores the driver and the system under test share the one core.
-#: From 2 cores the driver gets its own: beside a busy neighbour on 2 cores, two unchanged
-#: echo containers loaded at once with the driver on core 0 and both of them on core 1
-#: measured a per-round CPU-per-request ratio spread of 1.9% (sd), against 18% with all three
-#: on any core, and decided in a median 5 s instead of 19 s (benchmarks/gate_power.py
-#: --fixed-placement pinned | float, docs/budgets.md).
-MIN_CORES_TO_SPLIT = 2
+#: Below this many usable cores the driver and the system under test share all of them.
+#: Split 1:1 on 2 cores, the driver's one thread saturated (95-98% CPU) in closed-loop rounds
+#: against a bare echo server or a direct path: 3 INVALID gates in the example job. A pinned
+#: driver (``--netperf-driver-cpus 0``) is still the better layout for fixed-rate gates beside
+#: a busy neighbour: two unchanged echo containers loaded at once, the driver on core 0 and
+#: both on core 1, spread 1.9% (sd of the per-round CPU-per-request ratio) against 18% with
+#: all three on any core (benchmarks/gate_power.py --fixed-placement pinned | float).
+MIN_CORES_TO_SPLIT = 4
 
 
 @dataclass(frozen=True)

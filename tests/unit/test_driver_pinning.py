@@ -57,11 +57,10 @@ def test_check_driver_cpus_takes_only_normalised_text() -> None:
 
 
 # ------------------------------------------------------------------ resolution
-def test_auto_splits_from_two_cores() -> None:
-    assert resolve_driver_cpus("auto", [0]) is None
-    assert resolve_driver_cpus("auto", [0, 1]) == "0"
-    assert resolve_driver_cpus("auto", [0, 1, 2]) == "0"
-    assert default_split([0, 1]) == CoreSplit(driver="0", sut="1")
+def test_auto_splits_only_from_four_cores() -> None:
+    assert resolve_driver_cpus("auto", [0, 1]) is None
+    assert resolve_driver_cpus("auto", [0, 1, 2]) is None
+    assert default_split([0, 1]) is None
     assert resolve_driver_cpus("auto", [0, 1, 2, 3]) == "0"
     assert resolve_driver_cpus("auto", list(range(8))) == "0-1"
     assert resolve_driver_cpus("auto", [2, 3, 6, 7, 8, 9, 10, 11]) == "2-3"
