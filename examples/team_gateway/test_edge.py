@@ -58,7 +58,7 @@ def test_edge_latency(netperf, stack):
 
 
 @pytest.mark.netperf("cpu_per_request[edge] <= 1.05x base", "p90 <= 1.05x base", "errors == 0")
-def test_edge_vs_base_at_fixed_rate(netperf, stack):
+def test_edge_vs_base_at_fixed_rate(netperf, stack, pytestconfig):
     """The pull request's gate on what the config change costs: the edge alone at a fixed
     1,000 requests/s (Poisson arrivals), below the knee, so CPU per request is the config's
     own cost. With ``--netperf-base`` the base revision's edge is loaded at the same moment
@@ -67,7 +67,18 @@ def test_edge_vs_base_at_fixed_rate(netperf, stack):
     unchanged edges stayed green in 8 of 8 runs, mostly decided within 12 rounds of 1 s
     (estimates 0.95x-1.02x, intervals about +-3%). Without a base these budgets use the
     stored baseline, NEW until one is recorded; runners of one machine class can differ by
-    more than 5%, so a gate judged against stored baselines needs looser budgets."""
+    more than 5%, so a gate judged against stored baselines needs looser budgets.
+
+    So without ``--netperf-base`` this test skips: on this machine, the second and third of
+    three idle runs of the example job minutes apart measured the edge at 1.52x and 1.94x the
+    first run's CPU per request (P90 1.67x and 2.30x), which no 5% budget against a stored
+    baseline can survive; the stack's placement on the cores differs from run to run, the base twin
+    measured beside the head shares it."""
+    if not (pytestconfig.getoption("netperf_base", None) or pytestconfig.getini("netperf_base")):
+        pytest.skip(
+            "a pull request's gate: judged against the base revision measured in the same run "
+            "(--netperf-base REF); a stored wall-clock baseline from another run moved 1.5-1.9x here"
+        )
     netperf.measure(
         stack.endpoint("edge", port=80, path="/api/orders", host="api.example.com"),
         connections=8,
