@@ -31,6 +31,11 @@ class CgroupError(NetperfError):
     """What a container of the system under test spent cannot be read; names the path or container."""
 
 
+class ServiceRestarted(CgroupError):
+    """A container of the system under test restarted during a round (its counters were reset);
+    names it, with its restart count and exit where Docker shows them."""
+
+
 class BaselineError(NetperfError):
     """A baseline file is corrupt, of an unknown version, or cannot be written."""
 

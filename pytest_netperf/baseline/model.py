@@ -6,6 +6,8 @@ versions, the machine fingerprint, and per measured series (``candidate``,
 per-round metric values in readable form (``values``; latencies in ns) and the full
 rounds (:meth:`RoundResult.to_dict`, histograms included) so that a baseline can be
 re-analysed later. ``values`` is derived from the rounds and ignored when reading.
+Pending results of a run whose budgets FAILed or were INVALID say why under
+``not_a_baseline``; no baseline is written from them unless the user accepts it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from pytest_netperf.baseline import schema
-from pytest_netperf.baseline.schema import FORMAT_VERSION
+from pytest_netperf.baseline.schema import FORMAT_VERSION, NOT_A_BASELINE_KEY
 from pytest_netperf.budget import metrics
 from pytest_netperf.errors import BaselineError
 from pytest_netperf.results.counted import CountedCost
@@ -71,6 +73,12 @@ class Baseline:
     driver_version: Optional[str]
     fingerprint: dict[str, Any] = field(default_factory=dict)
     format_version: int = FORMAT_VERSION
+    #: Why these results are nobody's baseline (a budget of their run FAILed or was
+    #: INVALID), or None; set on pending results, refused by every baseline write unless
+    #: the user accepts it explicitly.
+    not_a_baseline: Optional[str] = None
+    #: The file this baseline was read from (None when it was measured now).
+    source: Optional[Path] = field(default=None, compare=False)
 
     @classmethod
     def new(
@@ -116,6 +124,7 @@ class Baseline:
             "fingerprint": self.fingerprint,
             "metric_units": {m: metrics.get(m).unit for m in metrics.stored_names()},
             "series": {name: _series_to_dict(s) for name, s in self.series.items()},
+            **({NOT_A_BASELINE_KEY: self.not_a_baseline} if self.not_a_baseline else {}),
         }
 
     @classmethod
@@ -132,6 +141,8 @@ class Baseline:
             plugin_version=doc.get("plugin_version") or "",
             driver_version=doc.get("driver_version"),
             fingerprint=dict(doc["fingerprint"] or {}),
+            not_a_baseline=doc.get(NOT_A_BASELINE_KEY) or None,
+            source=source,
         )
 
 

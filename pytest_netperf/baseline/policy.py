@@ -16,6 +16,7 @@ from typing import Optional
 
 from pytest_netperf.baseline.fingerprint import compare_fingerprints, machine_fingerprint
 from pytest_netperf.baseline.machine import CLASS_KEY
+from pytest_netperf.baseline.machine import machine_class as class_of
 from pytest_netperf.baseline.model import Baseline, SeriesRecord
 from pytest_netperf.baseline.speed import (
     CALIBRATION_KEY,
@@ -33,12 +34,32 @@ from pytest_netperf.errors import BaselineError, NetperfError
 from pytest_netperf.measure.model import BaselineLookup, Measurement, series_name
 from pytest_netperf.measure.outcomes import MISSING_BASELINE_NOTE, BudgetOutcome
 from pytest_netperf.runtime.machine_speed import Calibration, session_calibration
+from pytest_netperf.verdict.estimators import ratio_problem
 from pytest_netperf.verdict.status import Status
 
 #: The option that measures again and writes the baseline.
 UPDATE_OPTION = "--netperf-update-baseline"
 #: The option that writes a test's baseline where this machine has none yet.
 RECORD_MISSING_OPTION = "--netperf-record-missing-baselines"
+#: The option that lets :data:`UPDATE_OPTION` write the baseline of a run that failed.
+ACCEPT_FAILED_OPTION = "--netperf-accept-failed-baseline"
+#: Verdicts that make a run nobody's baseline (a broken run is never anybody's reference).
+BROKEN_STATUSES = (Status.FAIL, Status.INVALID)
+
+
+def not_a_baseline(outcomes: Iterable[BudgetOutcome]) -> Optional[str]:
+    """Why a run whose budgets ended in ``outcomes`` is nobody's baseline, or None: a budget
+    was INVALID, or one FAILed other than against the stored baseline (a change the update
+    accepts): ``budget 'errors == 0' was FAIL``. The one rule of every baseline write."""
+    broken = [
+        o
+        for o in outcomes
+        if o.status in BROKEN_STATUSES and not (o.status is Status.FAIL and o.budget.comparison == "baseline")
+    ]
+    if not broken:
+        return None
+    where = {o.measurement: "" if o.measurement == "default" else f" [{o.measurement}]" for o in broken}
+    return "; ".join(f"budget '{o.budget.text}'{where[o.measurement]} was {o.status}" for o in broken)
 
 
 @dataclass
@@ -102,6 +123,7 @@ class BaselinePolicy:
         fingerprint_mismatch: str,
         update: bool,
         speed: Callable[[], Optional[Calibration]] = session_calibration,
+        accept_failed: bool = False,
     ) -> None:
         self.store = store
         #: ``new``, ``warn`` or ``fail``: what a baseline of another machine does.
@@ -110,6 +132,8 @@ class BaselinePolicy:
         self.update = update
         #: This machine's calibration, measured on the first call (once per process).
         self.speed = speed
+        #: Whether an update writes the baseline of a run that failed (:data:`ACCEPT_FAILED_OPTION`).
+        self.accept_failed = accept_failed
 
     @property
     def machine_class(self) -> Optional[str]:
@@ -127,6 +151,8 @@ class BaselinePolicy:
             choice.baseline, choice.missing_note = self._other_class_baseline(test_id, choice.notes)
             if choice.baseline is None:
                 choice.baseline = self._counted_elsewhere(test_id, budgets, choice)
+        if choice.baseline is not None and not self._comparable(choice, budgets):
+            choice.baseline = None
         if choice.baseline is not None:
             # the machine now (fail fast); the images once measured (see image_notes)
             digests = choice.baseline.fingerprint.get("image_digests")
@@ -134,6 +160,39 @@ class BaselinePolicy:
             if choice.wall_clock:
                 self._check_speed(choice, budgets)
         return choice
+
+    def _comparable(self, choice: BaselineChoice, budgets: Sequence[Budget]) -> bool:
+        """Whether the chosen baseline can be the denominator of every ratio budget against it
+        (:func:`ratio_problem`: stored rounds of a run that measured nothing cannot). A
+        :class:`BaselineError` naming the file and the metric when not; under
+        :data:`UPDATE_OPTION`, which replaces it, False with a note instead."""
+        baseline = choice.baseline
+        assert baseline is not None
+        for budget in budgets:
+            if budget.comparison != "baseline" or budget.form == "added":
+                continue
+            for name, record in baseline.series.items():
+                if name.rsplit("/", 1)[-1] != "candidate":
+                    continue
+                try:
+                    values = record.values(budget.metric)
+                except KeyError:
+                    continue
+                problem = ratio_problem(values)
+                if problem is None:
+                    continue
+                where = baseline.source or self.store.path_for(baseline.test_id, class_of(baseline.fingerprint))
+                text = (
+                    f"{where}: series {name!r} {budget.metric}: the stored rounds {problem} "
+                    f"(budget '{budget.text}' divides by them; a baseline of a run that measured nothing?)"
+                )
+                if self.update:
+                    choice.notes.append(f"{text}: not compared; this run replaces it")
+                    return False
+                raise BaselineError(
+                    f"{text}; record it again with {UPDATE_OPTION} from a healthy run, or delete the file"
+                )
+        return True
 
     def _counted_elsewhere(self, test_id: str, budgets: Sequence[Budget], choice: BaselineChoice) -> Optional[Baseline]:
         """Under the ``new`` policy, another class's baseline for the counted-cost budgets only
@@ -214,16 +273,22 @@ class BaselinePolicy:
         return [text]
 
     def record(
-        self, test_id: str, measurements: Iterable[Measurement], image_digests: dict[str, str], repo_dir: Path
+        self,
+        test_id: str,
+        measurements: Iterable[Measurement],
+        image_digests: dict[str, str],
+        repo_dir: Path,
+        outcomes: Sequence[BudgetOutcome] = (),
     ) -> Recorded:
-        """Keep the run's series as pending results and, when this run updates baselines, write
-        the baseline. Only that requested write raises (a :class:`BaselineError` naming the option)."""
+        """Keep the run's series as pending results, marked nobody's baseline when a budget of
+        ``outcomes`` FAILed or was INVALID (:func:`not_a_baseline`); :meth:`write` writes it."""
         series = {series_name(m.key, s.label): SeriesRecord.from_measured(s) for m in measurements for s in m.series()}
         fingerprint = {**machine_fingerprint(image_digests), CLASS_KEY: self.machine_class}
         calibration = self.speed()  # pending results are promoted as they are: they carry it too
         if calibration is not None:
             fingerprint[CALIBRATION_KEY] = calibration.to_dict()
         recorded = Recorded(Baseline.new(test_id, series, fingerprint, repo_dir=repo_dir))
+        recorded.record.not_a_baseline = not_a_baseline(outcomes)
         try:
             self.store.save_pending(recorded.record)
         except BaselineError as exc:
@@ -236,6 +301,12 @@ class BaselinePolicy:
         if not (self.update or first):
             return None
         why = UPDATE_OPTION if self.update else RECORD_MISSING_OPTION
+        broken = recorded.record.not_a_baseline
+        if broken and not (self.update and self.accept_failed):
+            raise BaselineError(
+                f"{why}: the baseline was not written: this run is nobody's baseline ({broken}); "
+                f"pass {ACCEPT_FAILED_OPTION} with {UPDATE_OPTION} to write it anyway"
+            )
         try:
             recorded.written = self.store.save(recorded.record)
         except BaselineError as exc:
@@ -246,7 +317,7 @@ class BaselinePolicy:
         """Whether ``--netperf-record-missing-baselines`` writes ``test_id``'s baseline now: this
         machine class has none for it (a corrupt file is not overwritten), and no budget of the
         run failed or was invalid (a broken run is never anybody's baseline)."""
-        if any(o.status in (Status.FAIL, Status.INVALID) for o in outcomes):
+        if not_a_baseline(outcomes) is not None:
             return False
         try:
             return self.store.load(test_id) is None
@@ -255,11 +326,40 @@ class BaselinePolicy:
 
 
 def note_written_baseline(outcomes: Sequence[BudgetOutcome], path: Path) -> None:
-    """NEW rows of an update run: the baseline exists now, so do not ask for an update."""
+    """NEW rows of an update run: the baseline exists now, so do not ask for an update. A
+    budget that FAILed against the old baseline: this run's change is the baseline now."""
     for outcome in outcomes:
+        if outcome.status is Status.FAIL and outcome.budget.comparison == "baseline":
+            outcome.notes.append(
+                f"this run wrote the baseline to {path.parent.name}/{path.name}: "
+                "the change is accepted as the new baseline"
+            )
         if outcome.status is Status.NEW:
             kept = [n for n in outcome.notes if UPDATE_OPTION not in n]
             outcome.notes = [
                 f"no stored baseline: recorded as NEW; this run wrote it to {path.parent.name}/{path.name}",
                 *kept,
             ]
+
+
+def note_unmeasured_base(outcomes: Sequence[BudgetOutcome], measurements: Iterable[Measurement], base: str) -> None:
+    """Under ``--netperf-base`` (``base``: the ref), a budget against the baseline whose
+    measurement has no twin at the base revision and no word why (a URL target: nothing to
+    stand up at the base revision) was judged against the stored baseline: say so."""
+    if not base:
+        return
+    unmeasured = {
+        m.key: m.candidate.url for m in measurements if m.base is None and not m.base_note and not m.base_error
+    }
+    for outcome in outcomes:
+        if outcome.budget.comparison != "baseline" or outcome.measurement not in unmeasured:
+            continue
+        instead = (
+            "there is no stored baseline either"
+            if outcome.status is Status.NEW
+            else "judged against the stored baseline instead"
+        )
+        outcome.notes.append(
+            f"--netperf-base {base}: {unmeasured[outcome.measurement]} has no base revision to measure (a URL "
+            f"target is not stood up from the base revision); {instead}"
+        )

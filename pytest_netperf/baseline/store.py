@@ -63,6 +63,8 @@ __all__ = [
 ]
 
 PENDING_DIRNAME = ".last-run"
+#: ``netperf baseline update``'s flag that promotes the results of a run that failed.
+ACCEPT_FAILED_FLAG = "--accept-failed"
 
 
 def safe_name(test_id: str) -> str:
@@ -219,11 +221,12 @@ class BaselineStore:
         except OSError as exc:
             raise BaselineError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
-    def promote_pending(self, test_ids: Optional[Iterable[str]] = None) -> list[Path]:
+    def promote_pending(self, test_ids: Optional[Iterable[str]] = None, accept_failed: bool = False) -> list[Path]:
         """Make pending results the stored baselines; ``None`` promotes all of them.
 
         Every file is read and validated before anything is written. Raises
-        BaselineError when a named test has no pending results.
+        BaselineError when a named test has no pending results, or when a run's results are
+        nobody's baseline (a budget FAILed or was INVALID) unless ``accept_failed``.
         """
         if test_ids is None:
             pending = [self.read(p) for p in self.pending_paths()]
@@ -237,6 +240,13 @@ class BaselineStore:
                         f"{test_id!r}; run it with pytest first"
                     )
                 pending.append(found)
+        refused = [b for b in pending if b.not_a_baseline] if not accept_failed else []
+        if refused:
+            lines = "; ".join(f"{b.source or self.pending_path_for(b.test_id)}: {b.not_a_baseline}" for b in refused)
+            raise BaselineError(
+                f"{len(refused)} pending result(s) not promoted, their run failed: {lines}; nothing was "
+                f"written (pass {ACCEPT_FAILED_FLAG} to store them anyway)"
+            )
         return [self.save(baseline) for baseline in pending]
 
     def prune(self, known_test_ids: Iterable[str], dry_run: bool = False) -> list[Path]:

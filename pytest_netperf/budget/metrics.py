@@ -271,7 +271,14 @@ def split_scoped(name: str) -> Optional[tuple[str, tuple[str, ...]]]:
             f"{name!r}: the brackets name nodes or services, e.g. [edge], [envoy-*], [app,db] or [*]; "
             f"not {', '.join(repr(p) for p in bad) or 'nothing'}"
         )
-    return match.group("base"), patterns
+    base = match.group("base")
+    if base in COUNTED_BY and (len(patterns) > 1 or any(c in patterns[0] for c in "*?")):
+        raise ValueError(
+            f"{name!r}: a counting pass counts one node: the one the target enters, run under "
+            f"{COUNTING_TOOLS[COUNTED_BY[base]].program}; name it, e.g. {base}[edge] ([*], a list or a "
+            "pattern would mean every matching node, as for cpu[*], which a counting pass does not count)"
+        )
+    return base, patterns
 
 
 def scope_nodes(system: SystemCosts, scope: tuple[str, ...]) -> list[str]:

@@ -64,6 +64,10 @@ def split_metric(raw: str, source: str) -> tuple[str, Form]:
         except KeyError as exc:
             raise BudgetSyntaxError(f"budget {source!r}: {exc.args[0]}") from None
     name = raw.lower()
+    if name in metrics.COUNTED_BY:
+        raise BudgetSyntaxError(
+            f"budget {source!r}: {name} is counted on one node, the one the target enters; name it, e.g. '{name}[edge]'"
+        )
     if name in metrics.SYSTEM_METRICS:
         raise BudgetSyntaxError(
             f"budget {source!r}: {name} is read per node; name them, e.g. '{name}[edge]', '{name}[envoy-*]' "

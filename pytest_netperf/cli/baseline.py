@@ -48,14 +48,21 @@ def _median(values: Sequence[float]) -> Optional[float]:
 
 def _read_all(store: BaselineStore, paths: Sequence[Path]) -> tuple[list[Baseline], int]:
     """Read every file; print each error and return how many failed."""
-    good, failed = [], 0
+    good, broken = _read_each(store, paths)
+    return good, len(broken)
+
+
+def _read_each(store: BaselineStore, paths: Sequence[Path]) -> tuple[list[Baseline], dict[Path, str]]:
+    """Read every file; print each error; the good ones, and path -> why for the others."""
+    good: list[Baseline] = []
+    broken: dict[Path, str] = {}
     for path in paths:
         try:
             good.append(store.read(path))
         except BaselineError as exc:
             _err(str(exc))
-            failed += 1
-    return good, failed
+            broken[path] = str(exc)
+    return good, broken
 
 
 def _directory_problem(store: BaselineStore) -> bool:
@@ -106,9 +113,9 @@ def diff(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> 
     """Stored baseline vs the last run's pending results, per series and metric."""
     if _directory_problem(store):
         return 1
-    stored, failed_stored = _read_all(store, store.baseline_paths())
+    stored, broken = _read_each(store, store.baseline_paths())
     pending, failed_pending = _read_all(store, store.pending_paths())
-    failed = failed_stored + failed_pending
+    failed = len(broken) + failed_pending
     stored_by_id = {(machine_class(b.fingerprint), b.test_id): b for b in stored if matches(b.test_id, pattern)}
     pending_by_id = {b.test_id: b for b in pending if matches(b.test_id, pattern)}
     if not pending_by_id:
@@ -118,12 +125,28 @@ def diff(store: BaselineStore, pattern: Optional[str], out: Printer = print) -> 
         out("")
         out(test_id)
         new = pending_by_id[test_id]
-        _diff_one(stored_by_id.get((machine_class(new.fingerprint), test_id)), new, out)
+        old = stored_by_id.get((machine_class(new.fingerprint), test_id))
+        malformed = _malformed_file(store, broken, new) if old is None else None
+        if malformed is not None:
+            path, why = malformed
+            out(f"  stored baseline {path} is malformed, not compared: {why}")
+            continue
+        _diff_one(old, new, out)
     without_run = sorted({test_id for _, test_id in stored_by_id} - set(pending_by_id))
     if without_run:
         out("")
         out(f"{len(without_run)} stored baseline(s) have no results from the last run")
     return 1 if failed else 0
+
+
+def _malformed_file(store: BaselineStore, broken: dict[Path, str], new: Baseline) -> Optional[tuple[Path, str]]:
+    """The unreadable stored file that would hold ``new``'s baseline (its class's, or the old
+    flat layout's), and why it is unreadable; None when there is none."""
+    for path in (store.path_for(new.test_id, machine_class(new.fingerprint)), store.legacy_path_for(new.test_id)):
+        if path in broken:
+            why = broken[path]
+            return path, why[len(f"{path}: ") :] if why.startswith(f"{path}: ") else why
+    return None
 
 
 def _diff_one(old: Optional[Baseline], new: Baseline, out: Printer) -> None:
@@ -192,13 +215,16 @@ def _ratio_cells(metric: str, before: Optional[float], after: Optional[float]) -
     return [f"{ratio:.3f}", f"{change:+.1f}%{mark}"]
 
 
-def update(store: BaselineStore, test_ids: Sequence[str], promote_all: bool, out: Printer = print) -> int:
-    """Promote pending results to stored baselines."""
+def update(
+    store: BaselineStore, test_ids: Sequence[str], promote_all: bool, out: Printer = print, accept_failed: bool = False
+) -> int:
+    """Promote pending results to stored baselines; those of a run whose budgets FAILed or
+    were INVALID only with ``accept_failed`` (``--accept-failed``)."""
     if bool(test_ids) == promote_all:
         _err("baseline update: name test ids or pass --all (not both)")
         return 2
     try:
-        written = store.promote_pending(None if promote_all else list(test_ids))
+        written = store.promote_pending(None if promote_all else list(test_ids), accept_failed=accept_failed)
     except BaselineError as exc:
         _err(str(exc))
         return 1

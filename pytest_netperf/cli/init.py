@@ -17,7 +17,7 @@ from pytest_netperf.errors import NetperfError
 from pytest_netperf.version import __version__
 
 if TYPE_CHECKING:
-    from pytest_netperf.starter.survey import StackSurvey
+    from pytest_netperf.starter.survey import ServiceSurvey, StackSurvey
 
 #: Compose's own default file names, in the order ``docker compose`` looks for them.
 DEFAULT_COMPOSE_FILES = ("compose.yaml", "compose.yml", "docker-compose.yaml", "docker-compose.yml")
@@ -74,6 +74,8 @@ def run_init(
     except NetperfError as exc:
         print(f"netperf init: {exc}", file=sys.stderr)
         return 1
+    for warning in stack.warnings:
+        print(f"netperf init: warning: {warning}")
     for service in stack.services:
         ports = ", ".join(str(port) for port in service.ports) or "none"
         kind = f"{service.proxy} proxy" if service.proxy else "not a known proxy"
@@ -83,8 +85,17 @@ def run_init(
             f"netperf init: not gated: service {service.name!r} ({service.image}) in {plan.compose_path} "
             'neither publishes nor exposes a plain-HTTP port (add `expose: ["80"]` and run init again)'
         )
+    for service in stack.inactive:
+        print(
+            f"netperf init: not gated: service {service.name!r} ({service.image}) is in profile(s) "
+            f"{', '.join(service.profiles)}, which Compose does not start unless active; to gate it with "
+            f"the profile on, run COMPOSE_PROFILES={service.profiles[0]} netperf init --force"
+        )
     for service in stack.proxies:
         print(f"netperf init: gating {service.name} ({service.image}), HTTP on port {service.http_port}")
+        _print_routes(service)
+    if stack.profiles_needed:
+        print(f"netperf init: the gates turn on the Compose profile(s) {', '.join(stack.profiles_needed)}")
     for planned in written.files:
         print(f"netperf init: {planned.action:7} {planned.path}")
     for note in written.notes:
@@ -95,6 +106,20 @@ def run_init(
         "(add --netperf-base main to measure against a branch)"
     )
     return 0
+
+
+def _print_routes(service: ServiceSurvey) -> None:
+    """The routes of ``service``'s config that are gated, and the others it names (to choose from)."""
+    from pytest_netperf.starter.routes import choose_routes
+
+    gated, others = choose_routes(service.routes, service.http_port)
+    if not gated:
+        print(f"netperf init:   {service.name}: no route read from its config; gated at path /")
+        return
+    shown = ", ".join(f"{r.host or ''}{r.path}" for r in gated)
+    print(f"netperf init:   {service.name}: routes gated: {shown}")
+    for route in others:
+        print(f"netperf init:   {service.name}: not gated: {route.describe()} ({route.source})")
 
 
 def _ci_systems(text: str) -> list[str]:
@@ -136,6 +161,13 @@ def _check_proxies(stack: StackSurvey) -> None:
         raise _UsageError(
             f"{stack.file}: service {names} neither publishes nor exposes a plain-HTTP port; "
             'add `expose: ["80"]` (or its port) to it. Nothing was written'
+        )
+    if stack.inactive:
+        names = ", ".join(f"{s.name!r} (profile(s) {', '.join(s.profiles)})" for s in stack.inactive)
+        raise _UsageError(
+            f"{stack.file}: the only proxies, service {names}, are under profiles Compose does not start "
+            f"unless active; run COMPOSE_PROFILES={stack.inactive[0].profiles[0]} netperf init to gate them "
+            "with the profile on. Nothing was written"
         )
     raise _UsageError(
         f"{stack.file} has no service that serves HTTP through a known proxy image "

@@ -2,7 +2,7 @@
 
     netperf baseline show [TEST_ID_OR_GLOB] [--dir .netperf]
     netperf baseline diff [TEST_ID_OR_GLOB] [--dir .netperf]
-    netperf baseline update (TEST_ID ... | --all) [--dir .netperf]
+    netperf baseline update (TEST_ID ... | --all) [--accept-failed] [--dir .netperf]
     netperf baseline prune (--known-from FILE | --collect) [--dry-run] [--dir .netperf]
     netperf clean [--all] [--dry-run]
     netperf images build [--force] [--only ROLE] [--counting]
@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from pytest_netperf import defaults
-from pytest_netperf.baseline.store import BaselineStore
+from pytest_netperf.baseline.store import ACCEPT_FAILED_FLAG, BaselineStore
 from pytest_netperf.cli import baseline as cli_baseline
 from pytest_netperf.cli import init as cli_init
 from pytest_netperf.errors import NetperfError
@@ -112,6 +112,12 @@ def _add_baseline_commands(baseline: argparse.ArgumentParser) -> None:
     update = actions.add_parser("update", parents=[common], help="make the last run's results the stored baselines")
     update.add_argument("test_ids", nargs="*", metavar="TEST_ID")
     update.add_argument("--all", action="store_true", help="promote every pending result")
+    update.add_argument(
+        ACCEPT_FAILED_FLAG,
+        dest="accept_failed",
+        action="store_true",
+        help="also promote the results of a run whose budgets FAILed or were INVALID (refused otherwise)",
+    )
 
     prune = actions.add_parser("prune", parents=[common], help="remove baselines of tests that no longer exist")
     source = prune.add_mutually_exclusive_group(required=True)
@@ -154,7 +160,7 @@ def _run_baseline(args: argparse.Namespace) -> int:
     if action == "diff":
         return cli_baseline.diff(store, args.pattern)
     if action == "update":
-        return cli_baseline.update(store, args.test_ids, args.all)
+        return cli_baseline.update(store, args.test_ids, args.all, accept_failed=args.accept_failed)
     return cli_baseline.prune(store, args.known_from, args.collect, args.dry_run)
 
 

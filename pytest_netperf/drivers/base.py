@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Protocol
 
 from pytest_netperf import defaults
+from pytest_netperf.errors import DriverError
 from pytest_netperf.results.model import RoundResult
 
 
@@ -76,3 +77,12 @@ class Driver(Protocol):
     def run(self, url: str, shape: LoadShape) -> RoundResult:
         """Measure ``url`` under ``shape``; raise DriverError when nothing could be measured."""
         ...
+
+
+def sent_something(result: RoundResult) -> RoundResult:
+    """``result`` itself, or :class:`DriverError` (the gate makes the round INVALID) when the
+    round sent nothing (:meth:`RoundResult.nothing_sent`): 0 requests is no measurement."""
+    reason = result.nothing_sent()
+    if reason is not None:
+        raise DriverError(reason)
+    return result

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Optional
 
-from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.drivers.base import LoadShape, sent_something
 from pytest_netperf.drivers.rust_json import round_from_driver_json
 from pytest_netperf.errors import DriverError
 from pytest_netperf.results.model import RoundResult
@@ -94,7 +94,7 @@ class RustDriver:
             result = round_from_driver_json(doc)
         except (ValueError, KeyError, TypeError) as exc:
             raise DriverError(f"{BINARY_NAME} on {self.runner.where} printed unusable JSON: {exc}") from exc
-        return result
+        return sent_something(result)
 
     def version(self) -> str:
         """The driver's version string, e.g. ``0.1.0``."""

@@ -13,7 +13,7 @@ from typing import Callable, Optional, Sequence
 
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
-from pytest_netperf.measure.counting_pass import CountingPassError, CountingPlan, counting_problem, run_counting_pass
+from pytest_netperf.measure.counting_pass import CountingPlan, count_tools, counting_problem
 from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
 from pytest_netperf.runtime.resources import usable_cores
 from pytest_netperf.verdict.counted import evaluate_repetitions
@@ -70,19 +70,16 @@ class CountingStep:
         if series.counting_error or series.counter is None or series.driver_instance is None:
             return
         self._progress(f"{self.test_id} [{m.key}] {series.label}: counting pass ({', '.join(tools)})")
-        try:
-            counted = run_counting_pass(
-                series.counter,
-                tools,
-                series.driver_instance.run,
-                series.url,
-                series.shape,
-                self.plan,
-                self._progress,
-                parallel=len(usable_cores()) > 1,
-            )
-        except CountingPassError as exc:
-            series.counting_error = str(exc)
-            return
-        for tool, cost in counted.items():
-            series.counted.setdefault(tool, {})[cost.node] = cost
+        counted, errors = count_tools(
+            series.counter,
+            tools,
+            series.driver_instance.run,
+            series.url,
+            series.shape,
+            self.plan,
+            self._progress,
+            parallel=len(usable_cores()) > 1,
+        )
+        series.counting_errors.update(errors)
+        for cost in counted.values():
+            series.counted.setdefault(cost.tool, {})[cost.node] = cost

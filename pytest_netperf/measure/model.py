@@ -72,13 +72,16 @@ class Series:
     counted: dict[str, dict[str, CountedCost]] = field(default_factory=dict)
     #: Why the counting pass of this series could not count (its budgets are INVALID), or "".
     counting_error: str = ""
+    #: tool -> why that tool of the counting pass could not count (its budgets are INVALID)
+    counting_errors: dict[str, str] = field(default_factory=dict)
 
     def values(self, metric: str, skip: Collection[int] = ()) -> list[float]:
         """Per-round values of ``metric`` (without the rounds whose indexes are in ``skip``);
         per-repetition values of a counted cost."""
         if metrics.get(metric).counted:
-            if self.counting_error:
-                raise metrics.MetricUnavailable(f"{metric}: the counting pass could not count: {self.counting_error}")
+            error = self.counting_error or self.counting_errors.get(metrics.tool_of(metric), "")
+            if error:
+                raise metrics.MetricUnavailable(f"{metric}: the counting pass could not count: {error}")
             return metrics.counted_values(metric, self.counted.get(metrics.tool_of(metric), {}))
         return [metric_value(r, metric) for i, r in enumerate(self.rounds) if i not in skip]
 

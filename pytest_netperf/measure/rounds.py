@@ -33,6 +33,7 @@ from pytest_netperf.measure.validity import (
 )
 from pytest_netperf.measure.wire_counts import run_with_wire
 from pytest_netperf.results.model import RoundResult
+from pytest_netperf.results.runner import MEASURED_AGAIN
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.error_control import alpha_for_look
 from pytest_netperf.verdict.sequential import SequentialPlan, run_sequential
@@ -139,9 +140,7 @@ class TimedRounds:
             verdict = self._judge(m, b, set(spoiled), look, looks, max_rounds)
             other = m.judged_series(b)
             together = m.design == SIMULTANEOUS  # in turns, each side met neighbours of its own
-            busy = {
-                i: why for i, why in m.busy_rounds(also=None if together else other).items() if i not in spoiled
-            }
+            busy = {i: why for i, why in m.busy_rounds(also=None if together else other).items() if i not in spoiled}
             if verdict.status is not Status.PASS and busy and contention_matters(b, other is not None, together):
                 verdict = self._judge_quiet_rounds(m, b, set(spoiled), busy, (look, looks, max_rounds))
             out[b.text] = verdict
@@ -239,8 +238,8 @@ class TimedRounds:
                 break
             for series, _, spoiler in saturated:
                 where = wheres[id(series)]
-                self._notes.append(f"{where} measured again: {spoiler.describe()}")
-                self._progress(f"{self.test_id} [{m.key}] {where} measured again: {spoiler.describe()}")
+                self._notes.append(f"{where}{MEASURED_AGAIN}{spoiler.describe()}")
+                self._progress(f"{self.test_id} [{m.key}] {where}{MEASURED_AGAIN}{spoiler.describe()}")
         for series, result in zip(group, results, strict=True):
             gone = series.guard() if series.guard is not None else None
             if gone:  # vanished during the round: what answered may not have been the target

@@ -17,7 +17,7 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.budget.families import Family
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.budget.metrics import metric_value
-from pytest_netperf.errors import CgroupError, InvalidMeasurement, NetperfError
+from pytest_netperf.errors import CgroupError, InvalidMeasurement, NetperfError, ServiceRestarted
 from pytest_netperf.results.model import RoundResult, SystemCosts
 
 #: Families whose budgets are advised to be judged at a fixed rate below the knee.
@@ -107,12 +107,18 @@ def run_with_costs(
         raise
     if opened is None:
         return result
+    for restart in getattr(opened, "restarts", ()):  # between rounds: this round's counters are whole
+        _note_once(notes, f"{where}: {restart}")
     served = result.completed_total
     if served is None:  # a driver that does not count the whole run: its rate over warmup and window
         warmup_s = float(result.config.get("warmup_s") or 0.0)
         served = round(result.achieved_rps * (result.duration_s + warmup_s))
     try:
         result.system = opened.end(served)
+    except ServiceRestarted as exc:
+        if required:
+            raise InvalidMeasurement(f"{where}: {exc}") from exc
+        _note_once(notes, f"{where}: {exc}; that round's system-under-test costs are not recorded")
     except CgroupError as exc:
         if required:
             raise InvalidMeasurement(f"{where}: {exc}") from exc

@@ -44,6 +44,7 @@ class Option:
 OPTIONS = (
     Option("baseline-dir", "baseline_dir", "netperf_baseline_dir"),
     Option("update-baseline", "update_baseline", None, flag=True),
+    Option("accept-failed-baseline", "accept_failed_baseline", None, flag=True),
     Option("record-missing-baselines", "record_missing", "netperf_record_missing_baselines", flag=True),
     Option("driver", "driver", "netperf_driver"),
     Option("rounds", "rounds_min", "netperf_rounds"),
@@ -161,12 +162,19 @@ def settings_from_config(config: pytest.Config) -> Settings:
         settings = Settings.from_mapping(raw)
         resolve_driver_cpus(settings.driver_cpus)
     except SettingError as exc:
-        source = sources.get(exc.setting)
-        raise pytest.UsageError(f"pytest-netperf: {source}: {exc}" if source else f"pytest-netperf: {exc}") from exc
+        raise pytest.UsageError(f"pytest-netperf: {exc.worded(user_names(sources))}") from exc
     except ValueError as exc:
         raise pytest.UsageError(f"pytest-netperf: {exc}") from exc
     check_paths(settings, sources)
     return settings
+
+
+def user_names(sources: dict[str, str]) -> dict[str, str]:
+    """Setting -> what the user knows it as: where its value came from (``--netperf-duration``,
+    ``ini netperf_round_duration``), else its option; a message names these, never a field."""
+    names = {option.setting: f"--netperf-{option.suffix}" for option in OPTIONS}
+    names.update({setting: source.split(" (default", 1)[0] for setting, source in sources.items()})
+    return names
 
 
 #: Settings that name a directory (the others in PATH_SETTINGS name a file).

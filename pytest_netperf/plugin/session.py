@@ -19,7 +19,7 @@ import pytest
 from pytest_netperf.baseline.fingerprint import machine_fingerprint
 from pytest_netperf.baseline.machine import machine_class as class_of
 from pytest_netperf.baseline.model import Baseline
-from pytest_netperf.baseline.policy import BaselinePolicy, note_written_baseline
+from pytest_netperf.baseline.policy import BaselinePolicy, note_unmeasured_base, note_written_baseline
 from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.drivers import make_driver
@@ -98,7 +98,12 @@ class NetperfPlugin:
         self.report.machine_class = self.machine_class
         self.report.amend_json = self._amend_json
         self.store = BaselineStore(Path(settings.baseline_dir), self.machine_class)
-        self.baselines = BaselinePolicy(self.store, settings.fingerprint_mismatch, settings.update_baseline)
+        self.baselines = BaselinePolicy(
+            self.store,
+            settings.fingerprint_mismatch,
+            settings.update_baseline,
+            accept_failed=settings.accept_failed_baseline,
+        )
         #: The load driver's cores (a cpuset) or None (not pinned): ``--netperf-driver-cpus``.
         self.driver_cpus = resolve_driver_cpus(settings.driver_cpus)
         self._noise: Optional[NoiseFloor] = None
@@ -271,6 +276,7 @@ class NetperfPlugin:
         if baseline is not None and gate.image_digests():
             gate.notes.extend(self.baselines.fingerprint_notes(baseline, gate.image_digests(), images_only=True))
         outcomes = gate.finish()
+        note_unmeasured_base(outcomes, gate.measurements, self.settings.base)
         item.stash[STASH_OUTCOMES] = outcomes
         refused = self._user_facts(item, gate)  # before the rows are made (pytest_runtest_makereport)
         not_written: Optional[BaselineError] = None
@@ -330,7 +336,9 @@ class NetperfPlugin:
         Only that requested baseline may fail the test when it cannot be written; the
         pending results and the plots are a warning and a note.
         """
-        recorded = self.baselines.record(item.nodeid, gate.measurements, gate.image_digests(), self.config.rootpath)
+        recorded = self.baselines.record(
+            item.nodeid, gate.measurements, gate.image_digests(), self.config.rootpath, outcomes
+        )
         if recorded.pending_problem:
             self._write_problem(item, recorded.pending_problem)
         if self.settings.report_dir:

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Optional
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.results.counted import SYSCALLS, CountedCost, changed_most, counting_tool
+from pytest_netperf.results.runner import MEASURED_AGAIN
+from pytest_netperf.runtime.trace_output import UNRESOLVED
 
 if TYPE_CHECKING:
     from pytest_netperf.measure.model import Measurement
@@ -26,9 +28,11 @@ NAMED_SHARE = 0.002
 def counted_notes(
     budget: Budget, candidate: CountedCosts, other: Optional[CountedCosts], other_label: str
 ) -> list[str]:
-    """What the counting pass did for ``budget``'s series, and where the cost went against the other side."""
+    """What the counting pass did for ``budget``'s series, whether its count depends on timing
+    (naming the parts that moved), and where the cost went against the other side."""
     tool = counting_tool(metrics.tool_of(budget.metric))
     notes = []
+    timing = []
     for label, counted in (("candidate", candidate), (other_label, other)):
         for node, cost in sorted((counted or {}).get(tool.name, {}).items()):
             low, high = cost.requests
@@ -37,22 +41,58 @@ def counted_notes(
                 f"{len(cost.per_request)} x ({high} - {low}) requests, {cost.seconds:.1f}s; "
                 f"{cost.median:,.1f} per request, spread {cost.spread:.2%}"
             )
+            if cost.timing_dependent:
+                timing.append(timing_note(cost, label))
+    notes.extend(timing)
     if other:
         for node, cost in sorted(candidate.get(tool.name, {}).items()):
             before = other.get(tool.name, {}).get(node)
             if before is None:
                 continue
-            # a change smaller than the repetitions' own resolution is not named
-            floor = max(tool.named_floor, NAMED_SHARE * before.median)
+            floor = named_floor(cost, before)
             changes = changed_most(cost.by_name, before.by_name, floor=floor)
             if changes:
                 listed = ", ".join(f"{name} {tool.format_change(delta)}" for name, delta in changes)
+                unresolved = [name for name, _ in changes if name.startswith(UNRESOLVED)]
+                if unresolved:
+                    listed += (
+                        f" ({', '.join(unresolved)}: code without symbols, a stripped binary or library, run by "
+                        "the program in brackets; install its debug symbols in the image to name the function)"
+                    )
                 notes.append(
                     f"{node}: {tool.parts} whose {tool.name} per request changed most vs {other_label}: {listed}"
                 )
             else:
                 notes.append(f"{node}: no {tool.parts} changed by {floor:.3g} or more per request vs {other_label}")
     return notes
+
+
+def named_floor(cost: CountedCost, before: CountedCost) -> float:
+    """The smallest per-request change of one part worth naming between ``cost`` and ``before``:
+    the tool's own floor, a share of the cost, or what the repetitions of either side moved
+    by (a change inside the measured spread is not named as one)."""
+    tool = counting_tool(cost.tool)
+    spread = max(max(c.per_request) - min(c.per_request) for c in (cost, before))
+    return max(tool.named_floor, NAMED_SHARE * before.median, spread)
+
+
+def timing_note(cost: CountedCost, label: str) -> str:
+    """``syscalls per request of edge (candidate) depend on timing: …; the system calls that
+    moved between repetitions: readv 0.58 to 1.00``."""
+    tool = counting_tool(cost.tool)
+    decimals = max(tool.decimals, 0)
+    values = ", ".join(f"{v:,.{decimals}f}" for v in cost.per_request)
+    text = (
+        f"{tool.name} per request of {cost.node} ({label}) depend on timing: they moved {cost.spread:.2%} "
+        f"between the {len(cost.per_request)} repetitions ({values}), more than a count's resolution; "
+        "periodic work (timers, health checks, DNS re-resolution) or reads that split differently"
+    )
+    if cost.varying:
+        moved = ", ".join(
+            f"{name} {low:,.{decimals}f} to {high:,.{decimals}f}" for name, (low, high) in cost.varying.items()
+        )
+        text += f"; the {tool.parts} that moved: {moved}"
+    return text
 
 
 def counted_fact(counted: CountedCosts, limit: int = 6) -> str:
@@ -76,8 +116,9 @@ def counted_fact(counted: CountedCosts, limit: int = 6) -> str:
 
 
 def outcome_notes(outcome: BudgetOutcome, m: Optional[Measurement]) -> list[str]:
-    """The notes of ``outcome`` as a report shows them: for a counted budget of ``m``,
-    what its counting passes counted and where the cost went come first."""
+    """The notes of ``outcome`` as a report shows them: for a counted budget of ``m``, what its
+    counting passes counted and where the cost went come first, then the verdict's notes, and
+    the timed rounds' "measured again" notes are left out (no round judges a counted cost)."""
     if m is None or not metrics.get(outcome.budget.metric).counted:
         return list(outcome.notes)
     other = m.judged_series(outcome.budget)
@@ -87,4 +128,4 @@ def outcome_notes(outcome: BudgetOutcome, m: Optional[Measurement]) -> list[str]
         other.counted if other is not None else None,
         outcome.reference_label or "reference",
     )
-    return passes + list(outcome.notes)
+    return passes + [n for n in outcome.notes if MEASURED_AGAIN not in n]

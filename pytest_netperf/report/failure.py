@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence
 
 from pytest_netperf.baseline.policy import UPDATE_OPTION
+from pytest_netperf.budget import metrics
 from pytest_netperf.measure.model import BASE_LABEL
 from pytest_netperf.report.counted import outcome_notes
 from pytest_netperf.report.runner_state import runner_note
@@ -105,10 +106,17 @@ def next_steps(bad: Sequence[BudgetOutcome], policy: str, context: FailureContex
         steps.append(f"intended? accept this run's results: {accept} (or rerun with {UPDATE_OPTION})")
     if Status.FAIL in statuses and len(stored) < len(bad):
         steps.append("intended? loosen the budget in @pytest.mark.netperf(...); otherwise fix the regression")
-    if Status.INCONCLUSIVE in statuses:
+    undecided = [o for o in bad if o.status is Status.INCONCLUSIVE]
+    if any(not metrics.get(o.budget.metric).counted for o in undecided):
         cap = f" (max {context.rounds_max})" if context.rounds_max else ""
         steps.append(
             f"undecided within the rounds allowed{cap}: raise --netperf-max-rounds, loosen the budget, "
+            f"or allow it with --netperf-inconclusive=warn (now: {policy})"
+        )
+    if any(metrics.get(o.budget.metric).counted for o in undecided):
+        steps.append(
+            "a counted cost undecided by the counting pass's repetitions: raise --netperf-counting-repetitions "
+            "(or --netperf-counting-requests, which shrinks what timing moves per request), loosen the budget, "
             f"or allow it with --netperf-inconclusive=warn (now: {policy})"
         )
     if Status.INVALID in statuses:

@@ -234,7 +234,8 @@ def measurement_summary(m: Measurement) -> dict[str, Any]:
             "counted": {
                 tool: {node: cost.to_dict() for node, cost in nodes.items()} for tool, nodes in s.counted.items()
             },
-            "counting_error": s.counting_error,
+            "counting_error": s.counting_error
+            or "; ".join(f"{tool}: {error}" for tool, error in sorted(s.counting_errors.items())),
         }
     return out
 

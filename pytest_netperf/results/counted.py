@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_netperf import defaults
+
 
 @dataclass(frozen=True)
 class CountingTool:
@@ -70,6 +72,17 @@ def relative_spread(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / middle if middle else 0.0
 
 
+def timing_dependent(values: Sequence[float], resolution: float = defaults.COUNTED_RESOLUTION) -> bool:
+    """Whether repetitions of one count spread wider than a count's resolution: what the
+    server did per request then depended on timing (how its reads and timers fell), not on
+    the requests alone."""
+    return len(values) > 1 and relative_spread(values) > resolution
+
+
+#: At most this many parts are kept as varying between repetitions (the widest).
+VARYING_LIMIT = 8
+
+
 @dataclass(frozen=True)
 class CountedRun:
     """One counted run: the node's processes in total while serving ``requests`` requests."""
@@ -97,6 +110,9 @@ class CountedCost:
     requests: tuple[int, int] = (0, 0)
     #: wall time of every counted run of this node and tool together
     seconds: float = 0.0
+    #: the parts (functions, system calls) whose count per request moved between repetitions
+    #: by at least the tool's ``named_floor``: name -> (smallest, largest), widest first
+    varying: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     @property
     def median(self) -> float:
@@ -108,6 +124,11 @@ class CountedCost:
         """(largest - smallest) / median over repetitions: how deterministic the count was."""
         return relative_spread(self.per_request)
 
+    @property
+    def timing_dependent(self) -> bool:
+        """Its repetitions spread wider than a count's resolution (:func:`timing_dependent`)."""
+        return timing_dependent(self.per_request)
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         return {
@@ -117,6 +138,7 @@ class CountedCost:
             "by_name": dict(self.by_name),
             "requests": list(self.requests),
             "seconds": self.seconds,
+            "varying": {name: list(span) for name, span in self.varying.items()},
         }
 
     @classmethod
@@ -130,6 +152,11 @@ class CountedCost:
             by_name={str(k): float(v) for k, v in dict(doc.get("by_name", {})).items()},
             requests=(int(low), int(high)),
             seconds=float(doc.get("seconds", 0.0)),
+            varying={
+                str(k): (float(v[0]), float(v[1]))
+                for k, v in dict(doc.get("varying") or {}).items()
+                if isinstance(v, (list, tuple)) and len(v) == 2
+            },
         )
 
 
@@ -155,7 +182,17 @@ def marginal(node: str, pairs: Sequence[tuple[CountedRun, CountedRun]]) -> Count
         by_name={name: float(statistics.median(values)) for name, values in per_name.items()},
         requests=(first_low.requests, first_high.requests),
         seconds=sum(low.seconds + high.seconds for low, high in pairs),
+        varying=varying_parts(per_name, counting_tool(first_low.tool).named_floor),
     )
+
+
+def varying_parts(per_name: Mapping[str, Sequence[float]], floor: float) -> dict[str, tuple[float, float]]:
+    """name -> (smallest, largest) per-request count of the parts that moved between repetitions
+    by ``floor`` or more, the :data:`VARYING_LIMIT` widest first."""
+    spans = {name: (min(values), max(values)) for name, values in per_name.items() if len(values) > 1}
+    moved = [(name, span) for name, span in spans.items() if span[1] - span[0] >= max(floor, 1e-9)]
+    moved.sort(key=lambda item: (-(item[1][1] - item[1][0]), item[0]))
+    return {name: (float(low), float(high)) for name, (low, high) in moved[:VARYING_LIMIT]}
 
 
 def implausible(cost: CountedCost) -> str:

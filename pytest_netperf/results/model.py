@@ -14,6 +14,11 @@ from typing import Any, Mapping, Optional
 
 from pytest_netperf.results.runner import RunnerState
 
+#: The error kind of an exception a driver's own user code raised instead of sending a
+#: request (a Locust task): ``task exception: ValueError``. Such errors count as errors,
+#: but no request left the client for them.
+TASK_EXCEPTION_PREFIX = "task exception: "
+
 
 @dataclass
 class LatencySummary:
@@ -254,6 +259,31 @@ class RoundResult:
     def valid(self) -> bool:
         """False when the driver says it was saturated."""
         return not self.client.saturated
+
+    def nothing_sent(self) -> Optional[str]:
+        """Why this round is no measurement because nothing was sent, or None.
+
+        A request/response round sent something when a response came (``requests``), a
+        request was still in flight at the end (``censored``) or a request failed in transport
+        (``errors`` other than task exceptions, which are the client's own code failing
+        before any request). An L4 (iperf3) round sent something when a byte left the client.
+        """
+        if self.transport is not None and self.transport.protocol in ("tcp", "udp"):
+            if self.bytes_sent > 0 or (self.transport.packets_sent or 0) > 0:
+                return None
+            return f"the {self.driver} driver sent nothing in the {round(self.duration_s, 1):g}s window (0 bytes)"
+        task_errors = {k: v for k, v in self.errors.items() if k.startswith(TASK_EXCEPTION_PREFIX) and v}
+        transport_errors = sum(v for k, v in self.errors.items() if k not in task_errors)
+        if self.requests > 0 or self.censored > 0 or transport_errors > 0 or self.non_2xx > 0:
+            return None
+        text = (
+            f"the {self.driver} driver sent nothing in the {round(self.duration_s, 1):g}s window: 0 requests, "
+            "no response and no transport error"
+        )
+        if task_errors:
+            kinds = ", ".join(f"{kind} x{count}" for kind, count in sorted(task_errors.items()))
+            text += f"; every task raised before sending ({kinds}): fix the task, the client is not to blame"
+        return text + "; no verdict without data"
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (histograms included)."""

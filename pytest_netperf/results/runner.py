@@ -14,6 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Optional
 
+#: What the note of a round measured again (its driver fell behind on a busy runner) says
+#: between where and why (``candidate round 3 measured again: …``); reports leave these notes
+#: off the budgets no round judges (counted costs).
+MEASURED_AGAIN = " measured again: "
+
 
 @dataclass
 class RunnerState:

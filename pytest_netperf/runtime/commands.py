@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
+import sys
 from dataclasses import dataclass
 from typing import Optional, Protocol
 
@@ -46,7 +48,8 @@ class CommandRunner(Protocol):
 
 
 def find_driver_binary() -> str:
-    """Path of the driver: ``$NETPERF_DRIVER`` if set, else ``netperf-driver`` on PATH."""
+    """Path of the driver: ``$NETPERF_DRIVER`` if set, else ``netperf-driver`` on PATH, else
+    the one next to the running interpreter (a venv's ``bin`` used by its full path, not on PATH)."""
     explicit = os.environ.get(BINARY_ENV)
     if explicit:
         if os.path.isfile(explicit) and os.access(explicit, os.X_OK):
@@ -55,7 +58,11 @@ def find_driver_binary() -> str:
     found = shutil.which(BINARY_NAME)
     if found:
         return found
-    raise DriverNotFoundError(f"{BINARY_NAME} is not on PATH; {INSTALL_HINT}")
+    beside = os.path.join(os.path.dirname(sys.executable), BINARY_NAME)
+    if os.path.isfile(beside) and os.access(beside, os.X_OK):
+        return beside
+    where = os.path.dirname(sys.executable)
+    raise DriverNotFoundError(f"{BINARY_NAME} is not on PATH nor next to the interpreter in {where}; {INSTALL_HINT}")
 
 
 class LocalRunner:
@@ -89,16 +96,33 @@ class LocalRunner:
         except ValueError as exc:
             raise DriverError(f"{BINARY_NAME} on {self.where}: {exc}") from exc
         try:
-            done = subprocess.run(
+            process = subprocess.Popen(
                 command,
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
-                timeout=timeout_s,
-                check=False,
                 preexec_fn=preexec,
+                start_new_session=True,  # its own process group: a timeout ends whatever it started
             )
-        except subprocess.TimeoutExpired as exc:
-            raise DriverError(f"{BINARY_NAME} on {self.where} did not finish within {timeout_s:g}s") from exc
         except OSError as exc:
             raise DriverNotFoundError(f"cannot run {command[0]}: {exc}; {INSTALL_HINT}") from exc
-        return CommandOutcome(done.returncode, done.stdout, done.stderr)
+        try:
+            stdout, stderr = process.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired as exc:
+            raise DriverError(f"{BINARY_NAME} on {self.where} did not finish within {timeout_s:g}s") from exc
+        finally:
+            if process.returncode is None:  # timed out or interrupted: the group goes, then the leader is reaped
+                _kill_group(process)
+        return CommandOutcome(process.returncode, stdout, stderr)
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    """SIGKILL ``process``'s process group (it leads one of its own) and reap the leader."""
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+    try:
+        process.communicate(timeout=5.0)
+    except subprocess.TimeoutExpired:  # a process of another group still holds its pipes
+        process.wait()

@@ -18,6 +18,7 @@ from typing import Any
 
 from docker.errors import APIError, NotFound
 
+from pytest_netperf.errors import ServiceRestarted
 from pytest_netperf.results.model import NodeCosts, SystemCosts
 from pytest_netperf.runtime.cgroups import (
     CgroupError,
@@ -52,6 +53,8 @@ class _Reader:
         self._proc = proc
         self._files: CgroupFiles | None = None
         self.source = ""
+        #: (RestartCount, StartedAt) when last looked at (None before the first look).
+        self._seen: tuple[int, str] | None = None
 
     def _what(self) -> str:
         return f"container {self.member.name} of node {self.member.node!r}"
@@ -63,6 +66,26 @@ class _Reader:
             raise CgroupError(f"{self._what()} no longer exists") from None
         except APIError as exc:
             raise CgroupError(f"cannot inspect {self._what()}: {exc}") from None
+
+    def restarted(self, when: str = "during the run") -> str | None:
+        """``container ... of node 'app' restarted during the run (restart count 0 -> 1, exit
+        code 139)`` when Docker says it restarted since the last look (its restart count or
+        start time changed), else None; the first look only remembers."""
+        try:
+            doc = self._inspect()
+        except CgroupError:
+            return None
+        state = doc.get("State") or {}
+        now = (int(doc.get("RestartCount") or 0), str(state.get("StartedAt") or ""))
+        before, self._seen = self._seen, now
+        if before is None or now == before:
+            return None
+        facts = [f"restart count {before[0]} -> {now[0]}"]
+        if state.get("ExitCode"):
+            facts.append(f"exit code {state['ExitCode']}")
+        if state.get("OOMKilled"):
+            facts.append("killed for lack of memory (OOMKilled)")
+        return f"{self._what()} restarted {when} ({', '.join(facts)})"
 
     def _resolve(self) -> None:
         state = self._inspect().get("State") or {}
@@ -112,6 +135,8 @@ class RoundProbe:
     def __init__(self, readers: Sequence[_Reader], poll_s: float = MEMORY_POLL_S) -> None:
         self._readers = list(readers)
         self._started = time.monotonic()
+        #: What restarted since the previous round (the counters of this one are whole).
+        self.restarts = [text for text in (reader.restarted() for reader in self._readers) if text]
         self._first = [reader.read() for reader in self._readers]
         self._peaks = [c.mem_bytes for c in self._first]
         self._stop = threading.Event()
@@ -144,7 +169,8 @@ class RoundProbe:
             last = reader.read()
             what = f"container {reader.member.name} of node {reader.member.node!r}"
             if last.identity != first.identity or last.cpu_ns < first.cpu_ns:
-                raise CgroupError(f"{what} restarted during the round (its counters were reset)")
+                said = reader.restarted("during the round") or f"{what} restarted during the round"
+                raise ServiceRestarted(f"{said}: the service restarted during the run, its counters were reset")
             sources.add(reader.source)
             node = nodes.get(reader.member.node)
             spent = NodeCosts(

@@ -115,8 +115,9 @@ class NodeCounter:
             clone = self._create(tool, pod)
             clone.start()
             address = self._wait_ready(clone, deadline, pod)
+            ready_at = time.monotonic()
             self._wait_idle(clone, deadline)
-            yield CountingClone(self.node, clone, tool, f"{address}:{self.port}", started, deadline)
+            yield CountingClone(self.node, clone, tool, f"{address}:{self.port}", started, deadline, ready_at)
         finally:
             for container in (clone, pod):
                 if container is not None:
@@ -209,13 +210,22 @@ class CountingClone:
     """A running clone under a counting tool (see :meth:`NodeCounter.clone`)."""
 
     def __init__(
-        self, node: str, container: Container, tool: str, address: str, started: float, deadline: float
+        self,
+        node: str,
+        container: Container,
+        tool: str,
+        address: str,
+        started: float,
+        deadline: float,
+        ready_at: float,
     ) -> None:
         self._node = node
         self._container = container
         self.tool = tool
         #: ``host:port`` to send the counted requests to.
         self.address = address
+        #: When (monotonic) the server first accepted a connection: its timers run from here.
+        self.ready_at = ready_at
         self._started = started
         self._deadline = deadline
 

@@ -11,17 +11,33 @@ class TraceOutputError(NetperfError):
     """A tool's output is missing or cannot be read."""
 
 
+#: What valgrind calls a function or file it has no symbol for.
+UNRESOLVED = "???"
+
+
 def cachegrind_counts(text: str) -> tuple[float, dict[str, float]]:
     """(total instructions, instructions by function) of one ``cachegrind.out`` file.
 
     The total is the ``summary:`` line; functions sum their ``line count`` rows under ``fn=``.
+    Code without a symbol (``fn=???``: a stripped binary or library) is named by its source
+    file when cachegrind knows it (``??? [src/foo.c]``), else by the program of the process
+    (``??? [haproxy]``, from the ``cmd:`` line), so unresolved code of different programs stays apart.
     """
     total = None
     by_function: dict[str, float] = {}
     function = None
+    source = UNRESOLVED
+    program = UNRESOLVED
     for line in text.splitlines():
         if line.startswith("fn="):
             function = line[3:]
+            if function == UNRESOLVED:
+                function = f"{UNRESOLVED} [{source if source != UNRESOLVED else program}]"
+        elif line.startswith("fl="):
+            source = line[3:]
+        elif line.startswith("cmd:"):
+            words = line[4:].split()
+            program = words[0].rsplit("/", 1)[-1] if words else UNRESOLVED
         elif line.startswith("summary:"):
             total = float(line.split()[1])
         elif function is not None and line[:1].isdigit():

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pytest_netperf.starter.routes import Route, choose_routes
 from pytest_netperf.starter.survey import ServiceSurvey, StackSurvey
 
 #: Proxies whose cost per request (valgrind, strace) is known to be counted in full; Go and
@@ -80,25 +81,59 @@ def test_module(plan: StarterPlan) -> str:
         "",
         '@pytest.fixture(scope="module")',
         "def stack(netperf_compose):",
-        '    """The stack of COMPOSE_FILE, up once for this module and removed after the session."""',
-        "    return netperf_compose(COMPOSE_FILE)",
+        *_stack_fixture_body(plan),
     ]
     for service in plan.survey.proxies:
         lines += _service_gates(service)
     return "\n".join(lines) + "\n"
 
 
+def _stack_fixture_body(plan: StarterPlan) -> list[str]:
+    """The ``stack`` fixture's docstring and return line; with the Compose profiles the gated
+    proxies need turned on (Compose starts a profiled service only then)."""
+    needed = plan.survey.profiles_needed
+    if not needed:
+        return [
+            '    """The stack of COMPOSE_FILE, up once for this module and removed after the session."""',
+            "    return netperf_compose(COMPOSE_FILE)",
+        ]
+    value = ",".join(needed)
+    return [
+        '    """The stack of COMPOSE_FILE, up once for this module and removed after the session, with',
+        f"    the Compose profile(s) {value} on: the gated proxies are in them, and Compose starts a",
+        '    service of a profile only when it is active."""',
+        f"    return netperf_compose(COMPOSE_FILE, env={{{json.dumps('COMPOSE_PROFILES')}: {json.dumps(value)}}})",
+    ]
+
+
 def _service_gates(service: ServiceSurvey) -> list[str]:
     name, port, ident = service.name, service.http_port, identifier(service.name)
-    endpoint = f'stack.endpoint("{name}", port={port}, path="/")'
-    lines = [
-        "",
-        "",
-        f"# ----- {name} ({service.image}), HTTP on port {port}",
+    gated, others = choose_routes(service.routes, port)
+    first = gated[0] if gated else None
+    fixed = _endpoint_text(name, port, first.path if first else "/", first.host if first else None)
+    lines = ["", "", f"# ----- {name} ({service.image}), HTTP on port {port}"]
+    if len(gated) > 1:
+        constant = f"{ident.upper()}_ROUTES"
+        sources = ", ".join(dict.fromkeys(r.source.rsplit(":", 1)[0] for r in gated))
+        lines += ["", f"#: Routes {name}'s config names ({sources}), gated below:"]
+        lines += [f"#:   {route.written} ({route.source})" for route in gated]
+        lines += _named_routes(others)
+        lines.append(f"{constant} = [")
+        lines += [f"    pytest.param({_literal(r.path)}, {_literal(r.host)}, id={_literal(_id(r))})," for r in gated]
+        lines.append("]")
+        parametrize = [f'@pytest.mark.parametrize(("path", "host"), {constant})']
+        arguments, endpoint = "netperf, stack, path, host", _endpoint_text(name, port, "path", "host", literal=False)
+    else:
+        if first is not None:
+            lines += ["", f"#: Route gated below, from {name}'s config ({first.source}): {first.written}"]
+        lines += _named_routes(others)
+        parametrize, arguments, endpoint = [], "netperf, stack", fixed
+    lines += [
         "",
         "",
         '@pytest.mark.netperf("rps >= 0.9x base", "errors == 0")',
-        f"def test_{ident}_throughput(netperf, stack):",
+        *parametrize,
+        f"def test_{ident}_throughput({arguments}):",
         f'    """As many requests per second as {name} answers over 32 connections: the change keeps',
         "    at least 90% of the base's throughput (unchanged stacks stay within 5% on a 2-core",
         '    runner; a lost upstream keep-alive pool or an expensive regex costs far more)."""',
@@ -106,7 +141,8 @@ def _service_gates(service: ServiceSurvey) -> list[str]:
         "",
         "",
         '@pytest.mark.netperf("p90 <= 1.1x base", "errors == 0")',
-        f"def test_{ident}_latency(netperf, stack):",
+        *parametrize,
+        f"def test_{ident}_latency({arguments}):",
         f'    """A fixed 500 requests/s over 8 connections, well below what {name} can do: the change',
         "    adds at most 10% to the 90th percentile latency. Raise the rate towards your real",
         '    traffic; keep it below the throughput test\'s figure."""',
@@ -127,9 +163,37 @@ def _service_gates(service: ServiceSurvey) -> list[str]:
             "    the figure does not move with the runner's noise. The change may cost 1% more",
             "    instructions and no more system calls per request; a failure names the functions and",
             '    system calls that changed."""',
-            f"    netperf.measure({endpoint}, connections=8, rate=500)",
+            f"    netperf.measure({fixed}, connections=8, rate=500)",
         ]
     return lines
+
+
+def _endpoint_text(name: str, port: int | None, path: str, host: str | None, literal: bool = True) -> str:
+    """``stack.endpoint("edge", port=80, path="/api/", host="api.example.com")`` (``literal``:
+    path and host as values, else as the names of the test's arguments)."""
+    if not literal:
+        return f'stack.endpoint("{name}", port={port}, path={path}, host={host})'
+    shown_host = f", host={json.dumps(host)}" if host else ""
+    return f'stack.endpoint("{name}", port={port}, path={json.dumps(path)}{shown_host})'
+
+
+def _named_routes(routes: Sequence[Route]) -> list[str]:
+    """Comment lines naming the routes of the config that are not gated."""
+    if not routes:
+        return []
+    return ["#: Also in the config, not gated (add a route above to gate it):"] + [
+        f"#:   {route.describe()} ({route.source})" for route in routes
+    ]
+
+
+def _literal(text: str | None) -> str:
+    """A Python literal for ``text`` (``None`` for None)."""
+    return "None" if text is None else json.dumps(text)
+
+
+def _id(route: Route) -> str:
+    """The test id of a route: its path, with the host when it has one."""
+    return f"{route.host}{route.path}" if route.host else route.path
 
 
 def ini_settings() -> dict[str, str]:
@@ -147,6 +211,9 @@ def ini_settings() -> dict[str, str]:
 INI_COMMENT = (
     "# pytest-netperf (written by `netperf init`): stored baselines in .netperf/ (commit them),\n"
     "# 2 s rounds (5 to 15 per side, more only while a budget is undecided), reports in netperf-report/.\n"
+    "# netperf_realtime (the load driver's threads SCHED_FIFO, so a busy shared runner cannot delay its\n"
+    "# sends and spoil the latency gates) needs root or CAP_SYS_NICE: the CI jobs turn it on with\n"
+    "# --netperf-realtime where the runner allows it; set netperf_realtime = true here if yours always does.\n"
 )
 
 
@@ -168,6 +235,24 @@ def merged_ini(existing: str, settings: Mapping[str, str]) -> str:
         return INI_COMMENT + "[pytest]\n" + added + ("\n" + existing if existing.strip() else "")
     cut = header.end()
     return existing[:cut] + added + existing[cut:]
+
+
+def _realtime_steps(indent: str, set_env: Callable[[str, str], str]) -> list[str]:
+    """Shell lines that let the load driver run SCHED_FIFO (root, or CAP_SYS_NICE on its binary)
+    and pass ``--netperf-realtime`` when that works (shared by both CI jobs)."""
+    lines = [
+        "# The load driver's threads SCHED_FIFO (--netperf-realtime): on a shared runner a busy CPU would",
+        "# otherwise delay its sends and spoil the latency gates. It needs root or CAP_SYS_NICE on the binary.",
+        'driver="$(readlink -f "$(command -v netperf-driver)")" || true',
+        'if [ "$(id -u)" = 0 ]; then as_root=""; else as_root="sudo -n"; fi',
+        'if [ -n "$driver" ] && $as_root chrt -f 1 true 2>/dev/null &&',
+        '   { [ -z "$as_root" ] || $as_root setcap cap_sys_nice+ep "$driver"; }; then',
+        "  " + set_env("PYTEST_ADDOPTS", "$PYTEST_ADDOPTS --netperf-realtime"),
+        "else",
+        '  echo "netperf: SCHED_FIFO is not allowed here: the gates run without --netperf-realtime"',
+        "fi",
+    ]
+    return [indent + line for line in lines]
 
 
 def _image_steps(plan: StarterPlan, indent: str, set_env: Callable[[str, str], str]) -> list[str]:
@@ -203,7 +288,8 @@ def github_workflow(plan: StarterPlan) -> str:
     """``.github/workflows/netperf.yml``: base against head on every pull request that touches
     the stack, the report as the job summary, a pull-request comment and an artifact."""
     watched = [plan.compose_path, *[f"{folder}/**" for folder in plan.watched], f"{plan.tests_dir}/**"]
-    image_lines = _image_steps(plan, "          ", lambda name, value: f'echo "{name}={value}" >> "$GITHUB_ENV"')
+    github_env: Callable[[str, str], str] = lambda name, value: f'echo "{name}={value}" >> "$GITHUB_ENV"'  # noqa: E731
+    image_lines = _image_steps(plan, "          ", github_env)
     return (
         "\n".join(
             [
@@ -233,7 +319,9 @@ def github_workflow(plan: StarterPlan) -> str:
                 "        with:",
                 '          python-version: "3.11"',
                 "      - name: install pytest-netperf",
-                '        run: python -m pip install "$NETPERF_PACKAGE"',
+                "        run: |",
+                '          python -m pip install "$NETPERF_PACKAGE"',
+                *_realtime_steps("          ", github_env),
                 "      - name: container images",
                 "        run: |",
                 *image_lines,
@@ -265,7 +353,8 @@ def github_workflow(plan: StarterPlan) -> str:
 
 def gitlab_job(plan: StarterPlan) -> str:
     """``ci/netperf.gitlab-ci.yml``: the same gate on merge requests, for ``include:``."""
-    image_lines = _image_steps(plan, "      ", lambda name, value: f'export {name}="{value}"')
+    export: Callable[[str, str], str] = lambda name, value: f'export {name}="{value}"'  # noqa: E731
+    image_lines = _image_steps(plan, "      ", export)
     return (
         "\n".join(
             [
@@ -284,6 +373,8 @@ def gitlab_job(plan: StarterPlan) -> str:
                 '    - git fetch origin "$CI_MERGE_REQUEST_TARGET_BRANCH_NAME"',
                 "    - python3 -m venv .netperf-venv && . .netperf-venv/bin/activate",
                 '    - python -m pip install "$NETPERF_PACKAGE"',
+                "    - |",
+                *_realtime_steps("      ", export),
                 "    - |",
                 *image_lines,
                 "    - >-",

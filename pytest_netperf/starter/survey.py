@@ -1,22 +1,33 @@
 """What a team's Compose file holds, as ``netperf init`` needs it: the HTTP proxies to gate.
 
-The file is read through Compose's own ``config`` output (variables, ``extends`` and
-profiles resolved by Compose, not by us). A service is a proxy when its image is a known
+The file is read through Compose's own ``config`` output (variables and ``extends`` resolved
+by Compose, not by us); a service under a profile that ``COMPOSE_PROFILES`` does not turn on
+is not started by Compose, so it is not gated. A service is a proxy when its image is a known
 HTTP proxy or server (nginx, HAProxy, Envoy, Kong, ...); its port is the first TCP port the
 file publishes or exposes, preferring the usual plain-HTTP ones.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping
-from dataclasses import dataclass
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional
 
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.runtime.compose import project as P
 from pytest_netperf.runtime.compose.cli import ComposeCli, find_compose
+from pytest_netperf.runtime.compose.commands import unset_variables, unset_variables_message
+from pytest_netperf.runtime.compose.dockerfile import (
+    base_images,
+    build_args,
+    copied_sources,
+    dockerfile_of,
+    from_lines,
+)
+from pytest_netperf.runtime.compose.profiles import active_profiles, is_active, service_profiles
+from pytest_netperf.starter.routes import Route, config_files, read_routes
 
 #: Image names (the last path part, without tag) of HTTP proxies and servers, by product.
 PROXY_IMAGES: Mapping[str, str] = {
@@ -35,7 +46,6 @@ PROXY_IMAGES: Mapping[str, str] = {
 #: Ports that usually carry plain HTTP, best first; TLS ports (443, 8443) are never picked.
 HTTP_PORTS: tuple[int, ...] = (80, 8080, 8000, 10000, 3000, 5000, 8081, 8888)
 TLS_PORTS = frozenset({443, 8443})
-_FROM = re.compile(r"(?im)^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)")
 #: Seconds ``compose config`` may take.
 CONFIG_TIMEOUT_S = 60.0
 
@@ -58,6 +68,14 @@ class ServiceSurvey:
     local_image: str = ""
     #: host paths the service bind-mounts (its config files and folders)
     binds: tuple[Path, ...] = ()
+    #: the Compose profiles the service belongs to (none: it always starts)
+    profiles: tuple[str, ...] = ()
+    #: False when none of its profiles is active: Compose does not start it
+    active: bool = True
+    #: the images a ``build:`` service's Dockerfile starts or copies from
+    base_images: tuple[str, ...] = ()
+    #: the routes its config files name (nginx, HAProxy, Envoy)
+    routes: tuple[Route, ...] = ()
 
     @property
     def http_port(self) -> Optional[int]:
@@ -75,20 +93,42 @@ class StackSurvey:
 
     file: Path
     services: tuple[ServiceSurvey, ...]
+    #: the profiles active when the file was read (``COMPOSE_PROFILES``)
+    active_profiles: frozenset[str] = frozenset()
+    #: what Compose warned about while reading the file (unset variables)
+    warnings: tuple[str, ...] = ()
 
     @property
     def proxies(self) -> list[ServiceSurvey]:
-        """The services to gate: known proxies with a port to send HTTP to."""
-        return [s for s in self.services if s.proxy and s.http_port is not None]
+        """The services to gate: known proxies that Compose starts, with a port to send HTTP to."""
+        return [s for s in self.services if s.proxy and s.active and s.http_port is not None]
 
     @property
     def proxies_without_port(self) -> list[ServiceSurvey]:
-        """Known proxies that neither publish nor expose a plain-HTTP port."""
-        return [s for s in self.services if s.proxy and s.http_port is None]
+        """Known proxies that Compose starts and that neither publish nor expose a plain-HTTP port."""
+        return [s for s in self.services if s.proxy and s.active and s.http_port is None]
+
+    @property
+    def inactive(self) -> list[ServiceSurvey]:
+        """Known proxies under a profile that is not active: Compose does not start them."""
+        return [s for s in self.services if s.proxy and not s.active]
+
+    @property
+    def profiles_needed(self) -> tuple[str, ...]:
+        """The active profiles the gated proxies belong to: the gates must turn them on."""
+        every = "*" in self.active_profiles
+        return tuple(sorted({p for s in self.proxies for p in s.profiles if every or p in self.active_profiles}))
 
     def image_map(self) -> dict[str, str]:
-        """Official image -> offline stand-in, for the proxies that have one."""
-        return {s.image: s.local_image for s in self.services if s.local_image}
+        """Official image -> offline stand-in, for the services' images and the images their
+        Dockerfiles start from (``FROM nginx:1.27``) that have one."""
+        mapping = {s.image: s.local_image for s in self.services if s.local_image}
+        for service in self.services:
+            for base in service.base_images:
+                local = P.local_equivalent(base)
+                if local:
+                    mapping[base] = local
+        return mapping
 
 
 def proxy_product(image: str) -> str:
@@ -114,38 +154,68 @@ def bind_sources(service: Mapping[str, Any]) -> tuple[Path, ...]:
     return tuple(found)
 
 
+def _dockerfile_text(service: Mapping[str, Any]) -> str:
+    """The text of a ``build:`` service's Dockerfile, or "" when there is none to read."""
+    path = dockerfile_of(service) if service.get("build") is not None else None
+    if path is None:
+        return ""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
 def built_from(service: Mapping[str, Any]) -> str:
     """The image a service with ``build:`` starts from: the last ``FROM`` of its Dockerfile
     (``FROM nginx:1.27-alpine AS edge`` -> ``nginx:1.27-alpine``), or "" when unreadable."""
     build = service.get("build")
-    if not isinstance(build, Mapping) or not build.get("context"):
-        return ""
-    dockerfile = Path(str(build["context"])) / str(build.get("dockerfile") or "Dockerfile")
-    try:
-        text = dockerfile.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return ""
-    bases = [match.group(1) for match in _FROM.finditer(text)]
-    return bases[-1] if bases else ""
+    lines = from_lines(_dockerfile_text(service), build_args(build) if isinstance(build, Mapping) else {})
+    return lines[-1].image if lines else ""
 
 
-def classify(config: Mapping[str, Any], file: Path) -> StackSurvey:
-    """The survey of an already normalised Compose configuration (``compose config`` output)."""
+def built_from_images(service: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every image a ``build:`` service's Dockerfile starts or copies from (what ``--netperf-image``
+    maps in it)."""
+    build = service.get("build")
+    return tuple(base_images(_dockerfile_text(service), build_args(build) if isinstance(build, Mapping) else {}))
+
+
+def service_routes(product: str, service: Mapping[str, Any], folder: Path) -> list[Route]:
+    """The routes the config files of a ``product`` service name: the files it bind-mounts and
+    the ones its Dockerfile copies in (relative paths from ``folder``, the Compose file's)."""
+    if not product:
+        return []
+    sources = [path if path.is_absolute() else folder / path for path in bind_sources(service)]
+    dockerfile = dockerfile_of(service) if service.get("build") is not None else None
+    if dockerfile is not None:
+        sources += copied_sources(_dockerfile_text(service), dockerfile.parent)
+    return read_routes(product, config_files(product, sources), folder)
+
+
+def classify(config: Mapping[str, Any], file: Path, active_profiles: Iterable[str] = ()) -> StackSurvey:
+    """The survey of an already normalised Compose configuration (``compose config`` output);
+    ``active_profiles``: the Compose profiles turned on (``COMPOSE_PROFILES``)."""
+    active = frozenset(active_profiles)
     services = []
     for name, service in sorted(P.services_of(config).items()):
         image = str(service.get("image") or "")
         base = "" if image and service.get("build") is None else built_from(service)
+        product = proxy_product(base or image)
         services.append(
             ServiceSurvey(
                 name=name,
                 image=image or (f"built FROM {base}" if base else ""),
                 ports=tuple(P.known_ports(service)),
-                proxy=proxy_product(base or image),
+                proxy=product,
                 local_image=(P.local_equivalent(image) or "") if image and not base else "",
                 binds=bind_sources(service),
+                profiles=service_profiles(service),
+                base_images=built_from_images(service) if service.get("build") is not None else (),
+                routes=tuple(service_routes(product, service, file.parent)),
+                active=is_active(service, active),
             )
         )
-    return StackSurvey(file, tuple(services))
+    return StackSurvey(file, tuple(services), active)
 
 
 def survey(file: Path, cli: Optional[ComposeCli] = None) -> StackSurvey:
@@ -165,4 +235,6 @@ def survey(file: Path, cli: Optional[ComposeCli] = None) -> StackSurvey:
         config = P.parse_config(done.stdout, file)
     except NetperfError as exc:
         raise InitError(str(exc)) from exc
-    return classify(config, file)
+    stack = classify(config, file, active_profiles(os.environ, file.parent / ".env"))
+    unset = unset_variables(done.stderr or "")
+    return replace(stack, warnings=(unset_variables_message(file, unset),) if unset else ())

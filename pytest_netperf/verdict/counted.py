@@ -1,13 +1,21 @@
 """Verdicts on counted costs (instructions, system calls per request) from repetitions.
 
-A counting pass repeats each count a few times; the counts barely move, so there is no
-sampling distribution to test against and the verdict carries no p-value (NaN; it is
-``exact``, so Holm leaves it out). The range of the repetitions bounds the value (or
-the ratio of every candidate repetition to every reference repetition): PASS when the
-whole range meets the budget, FAIL when none of it does. When the budget lies inside the
-range, the range is the count's resolution: narrower than
+A counting pass repeats each count (at least twice: one repetition has no spread); the counts
+barely move, so there is no sampling distribution to test against and the verdict carries
+no p-value (NaN; it is ``exact``, so Holm leaves it out). The range of the repetitions bounds
+the value (or the ratio of every candidate repetition to every reference repetition): PASS
+when the whole range meets the budget, FAIL when none of it does. When the budget lies
+inside the range, the range is the count's resolution: narrower than
 :data:`~pytest_netperf.defaults.COUNTED_RESOLUTION` the value is within resolution of
 the budget (PASS), wider the count is not deterministic enough to decide (INCONCLUSIVE).
+
+A side whose own repetitions spread wider than that resolution counted work that depends
+on timing (reads that split differently, timers): a few repetitions do not bound such a
+count, so the range is widened by that side's measured spread before it is judged, and a
+difference inside the sides' own spread is undecided rather than a change. For the
+``change`` policy (README: red only when the rounds show a harmful change from no change)
+a ratio verdict's ``p_change`` is 0 when every (widened) ratio is worse than 1.0x, and 1
+otherwise: repetitions that reach no change show no change.
 """
 
 from __future__ import annotations
@@ -18,6 +26,7 @@ from collections.abc import Sequence
 from typing import Optional
 
 from pytest_netperf import defaults
+from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.results.counted import relative_spread
 from pytest_netperf.verdict.stats import Verdict
@@ -35,6 +44,9 @@ def evaluate_repetitions(
     """Judge ``budget`` on the repetitions of a counting pass (``reference`` for a ratio budget)."""
     if not candidate or (budget.form == "ratio" and not reference):
         raise ValueError(f"{budget.text}: no repetitions to judge")
+    sides = [candidate, *([reference] if budget.form == "ratio" and reference is not None else [])]
+    widen = max((relative_spread(side) for side in sides), default=0.0)
+    widen = widen if widen > max_spread else 0.0  # a deterministic count keeps its range
     if budget.form == "ratio":
         assert reference is not None
         if min(reference) <= 0:
@@ -50,6 +62,12 @@ def evaluate_repetitions(
         low, high = min(candidate), max(candidate)
         described = (
             f"{len(candidate)} repetitions; spread {relative_spread(candidate):.2%}; the interval is their range"
+        )
+    if widen:
+        low, high = low / (1.0 + widen), high * (1.0 + widen)
+        described += (
+            f", widened by {widen:.2%}: the count depends on timing (its repetitions spread wider than "
+            f"{max_spread:.0%}), so a difference inside that spread is not a change"
         )
     width = (high - low) / abs(estimate) if estimate else math.inf
     note = f"counted: {described}"
@@ -67,6 +85,7 @@ def evaluate_repetitions(
             f"; the budget lies inside that range, which is wider than {max_spread:.0%}: "
             "the count is not deterministic enough here to decide"
         )
+    p_change = _p_change(budget, low, high) if budget.form == "ratio" else math.nan
     return Verdict(
         budget=budget,
         status=status,
@@ -79,4 +98,12 @@ def evaluate_repetitions(
         method=METHOD,
         note=note,
         exact=True,
+        p_change=p_change,
     )
+
+
+def _p_change(budget: Budget, low: float, high: float) -> float:
+    """0 when every ratio in [low, high] is worse than no change (1.0x), else 1: the counted
+    stand-in for the one-sided p-value of "no change" that the ``change`` policy reads."""
+    worse = high < 1.0 if metrics.get(budget.metric).higher_is_better else low > 1.0
+    return 0.0 if worse else 1.0

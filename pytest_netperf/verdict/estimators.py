@@ -104,9 +104,10 @@ def unpaired_ratio(cand: np.ndarray, base: np.ndarray) -> Estimate:
     """Candidate over an unpaired baseline: Yuen-Welch on log values."""
     if (cand > 0).all() and (base > 0).all():
         return yuen_welch(np.log(cand), np.log(base), log_scale=True, what="Yuen-Welch t on log values")
+    problem = ratio_problem(base.tolist())
+    if problem is not None:
+        raise ValueError(f"baseline rounds {problem}")
     base_mean = float(np.mean(base))
-    if base_mean <= 0:
-        raise ValueError(f"baseline rounds must be positive to form ratios: {base.tolist()}")
     ratio = float(np.mean(cand)) / base_mean
     var_c = variance(cand) / cand.size
     var_b = ratio**2 * variance(base) / base.size
@@ -114,6 +115,17 @@ def unpaired_ratio(cand: np.ndarray, base: np.ndarray) -> Estimate:
     df = welch_df(var_c, var_b, cand.size, base.size)
     n = min(cand.size, base.size)
     return Estimate(ratio, se, df, n, False, "delta-method ratio of means (some <= 0)")
+
+
+def ratio_problem(base: Sequence[float]) -> Optional[str]:
+    """Why per-round values cannot be the denominator of a ratio (:func:`unpaired_ratio`), or
+    None: their mean must be a positive number (all zeros is a run that measured nothing)."""
+    values = [float(v) for v in base]
+    if not values:
+        return "are missing: no rounds to form ratios with"
+    if not all(math.isfinite(v) for v in values) or float(np.mean(values)) <= 0:
+        return f"must be positive to form ratios: {values}"
+    return None
 
 
 def one_sample(values: np.ndarray, log_scale: bool, what: str) -> Estimate:

@@ -485,12 +485,12 @@ def test_a_base_revision_outside_a_git_repository_is_a_usage_error(pytester: pyt
 @pytest.mark.parametrize(
     ("ini", "args", "message"),
     [
-        ("", ["--netperf-cost-requests=5"], "--netperf-counting-requests: counting_requests must be >= 10 (got 5)"),
-        ("netperf_cost_repetitions = 0", [], "ini netperf_cost_repetitions: counting_repetitions must be >= 1 (got 0)"),
+        ("", ["--netperf-cost-requests=5"], "--netperf-counting-requests must be >= 10 (got 5)"),
+        ("netperf_cost_repetitions = 0", [], "ini netperf_cost_repetitions must be >= * (got 0)*"),
         (
             "netperf_cost_repetitions = 0\nnetperf_counting_repetitions = -1",
             [],
-            "ini netperf_counting_repetitions: counting_repetitions must be >= 1 (got -1)",
+            "ini netperf_counting_repetitions must be >= * (got -1)*",
         ),
     ],
 )

@@ -130,17 +130,17 @@ def test_default_run_keeps_the_terminal_table_and_pins_as_auto_says(
         (
             ["--netperf-driver-cpus", "nonsense"],
             None,
-            "--netperf-driver-cpus: driver_cpus must be auto, all or a cpuset such as 0-1 or 0,2 (got 'nonsense')",
+            "--netperf-driver-cpus must be auto, all or a cpuset such as 0-1 or 0,2 (got 'nonsense')",
         ),
         (
             ["--netperf-driver-cpus=0-"],
             None,
-            "--netperf-driver-cpus: driver_cpus must be auto, all or a cpuset such as 0-1 or 0,2 (got '0-')",
+            "--netperf-driver-cpus must be auto, all or a cpuset such as 0-1 or 0,2 (got '0-')",
         ),
         (
             [],
             "netperf_driver_cpus = 0,4096",
-            "ini netperf_driver_cpus: driver_cpus '0,4096': core(s) 4096 not available to this process (usable: *)",
+            "ini netperf_driver_cpus '0,4096': core(s) 4096 not available to this process (usable: *)",
         ),
     ],
 )

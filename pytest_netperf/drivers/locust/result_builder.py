@@ -9,10 +9,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Mapping, Optional
 
 from pytest_netperf import defaults
+from pytest_netperf.drivers.base import sent_something
 from pytest_netperf.drivers.locust import OUTPUT_SCHEMA
 from pytest_netperf.errors import DriverError
 from pytest_netperf.results.histogram import decode_histogram, percentile_ns, summarize
-from pytest_netperf.results.model import ClientHealth, Interval, LatencySummary, RoundResult
+from pytest_netperf.results.model import (
+    TASK_EXCEPTION_PREFIX,
+    ClientHealth,
+    Interval,
+    LatencySummary,
+    RoundResult,
+)
 
 #: A Locust process using more than this share of one core during the window is saturated
 #: (Locust runs each process on one core; the same 90% Locust itself warns at).
@@ -134,6 +141,13 @@ def client_health(document: Mapping[str, Any], context: RunContext, duration_s: 
                 f"(< 99%, less one paced iteration per user at the window's edge)"
             )
             kinds.append("send_rate")
+    raised = _task_exceptions(document["window"])
+    if reasons and raised:
+        reasons.append(
+            f"the locustfile's tasks raised {raised} in the window (Locust logs each traceback, which costs "
+            "the client CPU): fix the task before blaming the client"
+        )
+        kinds.append(kinds[-1])
     cpu_user = sum(float(process["cpu_user_s"]) for process in processes)
     cpu_sys = sum(float(process["cpu_sys_s"]) for process in processes)
     threads = max(len(processes), 1)
@@ -148,6 +162,12 @@ def client_health(document: Mapping[str, Any], context: RunContext, duration_s: 
         saturation_reasons=reasons,
         saturation_kinds=kinds,
     )
+
+
+def _task_exceptions(window: Mapping[str, Any]) -> str:
+    """``task exception: ValueError x20`` for the window's task exceptions, "" when none."""
+    counts = {k: int(v) for k, v in window["errors"].items() if k.startswith(TASK_EXCEPTION_PREFIX) and int(v)}
+    return ", ".join(f"{kind} x{count}" for kind, count in sorted(counts.items()))
 
 
 def _check_document(document: Mapping[str, Any]) -> None:
@@ -199,7 +219,9 @@ def worker_records(document: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def build_round_result(document: Mapping[str, Any], context: RunContext, driver_version: str) -> RoundResult:
-    """Map a listener document (schema ``netperf-locust/1``) onto a :class:`RoundResult`."""
+    """Map a listener document (schema ``netperf-locust/1``) onto a :class:`RoundResult`;
+    :class:`DriverError` when the document is incomplete or the round sent nothing (every task
+    raised, say: named by its exceptions, before any verdict on the client's health)."""
     _check_document(document)
     window = document["window"]
     duration = float(document["window_s"])
@@ -230,7 +252,7 @@ def build_round_result(document: Mapping[str, Any], context: RunContext, driver_
         "notes": list(context.notes),
         **dict(context.request),
     }
-    return RoundResult(
+    result = RoundResult(
         driver="locust",
         target=context.url,
         mode=config["mode"],
@@ -256,3 +278,4 @@ def build_round_result(document: Mapping[str, Any], context: RunContext, driver_
         driver_version=driver_version,
         config=config,
     )
+    return sent_something(result)

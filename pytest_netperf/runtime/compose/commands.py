@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_netperf.runtime.compose.cli import ComposeCli
 
-__all__ = ["OUTPUT_TAIL_LINES", "ProjectCommands", "tail"]
+__all__ = [
+    "OUTPUT_TAIL_LINES",
+    "ComposeVariableWarning",
+    "ProjectCommands",
+    "tail",
+    "unset_variables",
+    "unset_variables_message",
+]
 
 #: Lines of Compose's own output quoted in an error.
 OUTPUT_TAIL_LINES = 40
+#: Compose's warning for an unset ``${VAR}``: v1 ``The FOO variable is not set``, v2 ``The \"FOO\" variable …``.
+_UNSET = re.compile(r'The \\?"?([A-Za-z_][A-Za-z0-9_]*)\\?"? variable is not set')
+
+
+class ComposeVariableWarning(UserWarning):
+    """A Compose file uses a variable that is not set: Compose substituted a blank string."""
 
 
 @dataclass
@@ -48,3 +63,18 @@ def tail(text: str, lines: int) -> str:
     """The last ``lines`` non-blank lines of ``text``."""
     kept = [line for line in text.splitlines() if line.strip()]
     return "\n".join(kept[-lines:])
+
+
+def unset_variables(output: str) -> list[str]:
+    """The variables Compose's output says are not set, each once, in order."""
+    return list(dict.fromkeys(match.group(1) for match in _UNSET.finditer(output)))
+
+
+def unset_variables_message(file: Path, names: Sequence[str]) -> str:
+    """The warning for ``names``, unset in ``file``: what Compose did and the ways to set them."""
+    shown = ", ".join(names)
+    return (
+        f"Compose file {file}: variable(s) {shown} not set, so Compose substituted a blank string "
+        f"(an image tag, a port or an upstream may be empty); set them in the environment, in the "
+        f"project's .env file, or with netperf_compose(..., env={{{names[0]!r}: ...}})"
+    )

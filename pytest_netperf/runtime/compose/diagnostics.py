@@ -13,7 +13,7 @@ from docker.models.containers import Container
 from pytest_netperf.runtime.compose import project as P
 from pytest_netperf.runtime.docker import LOG_TAIL_LINES
 
-__all__ = ["diagnosis", "last_probe", "log_section", "problem"]
+__all__ = ["diagnosis", "host_network_message", "last_probe", "log_section", "problem"]
 
 
 def problem(config: Mapping[str, Any], file: Path, service: str, container: Container) -> str | None:
@@ -75,3 +75,14 @@ def log_section(service: str, container: Container) -> str:
     except Exception as exc:  # the container is already gone
         text = f"(logs unavailable: {exc})"
     return f"--- last {LOG_TAIL_LINES} log lines of {service} ({container.name}) ---\n{text}"
+
+
+def host_network_message(service: str, port: int, file: Path) -> str:
+    """Why ``endpoint(service)`` cannot be given for a service on the host's network, and the way forward."""
+    return (
+        f"endpoint({service!r}): service {service!r} of {file} runs with network_mode: host, so it has no "
+        f"address on the project's network: it listens on the host itself. Measure it there with a URL, "
+        f"e.g. netperf.measure('http://127.0.0.1:{port}/') (no base twin: the base revision's copy would "
+        "need the same host port), or remove network_mode: host so that it joins the project's network "
+        "and endpoint() reaches it"
+    )

@@ -10,7 +10,10 @@ leaves nothing behind.
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,11 +26,20 @@ from docker.errors import APIError, ImageNotFound
 from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.session_folders import session_folder
 from pytest_netperf.errors import ComposeFileError, ComposeStartError, ComposeUsageError, ImageMissingError
-from pytest_netperf.images.resolve import pulling_enabled
+from pytest_netperf.images.resolve import map_image, pulling_enabled
+from pytest_netperf.runtime.compose import dockerfile as D
 from pytest_netperf.runtime.compose import project as P
 from pytest_netperf.runtime.compose.cli import ComposeCli
-from pytest_netperf.runtime.compose.commands import OUTPUT_TAIL_LINES, ProjectCommands, tail
+from pytest_netperf.runtime.compose.commands import (
+    OUTPUT_TAIL_LINES,
+    ComposeVariableWarning,
+    ProjectCommands,
+    tail,
+    unset_variables,
+    unset_variables_message,
+)
 from pytest_netperf.runtime.compose.diagnostics import last_probe, log_section, problem
+from pytest_netperf.runtime.compose.profiles import active_profiles
 from pytest_netperf.runtime.compose.stack import ComposeStack
 from pytest_netperf.runtime.resources import CoreSplit, default_split
 from pytest_netperf.topology.resources import Resources
@@ -125,17 +137,24 @@ class ComposeLauncher:
         project = ProjectCommands(self.cli, spec.file, None, name, spec.project_dir, dict(spec.env))
         timings: dict[str, float] = {}
         config = self._read_config(project, timings)
-        services = P.started_services(config, spec.services)
+        services = P.started_services(config, spec.services, self.active_profiles(spec))
         resources = P.effective_resources(config, dict(spec.resources), self.split)
         plan = P.image_plan(config, services, self.image_overrides)
         self._check_images(spec.file, plan)
         labels = L.resource_labels(self.session_id, topology=name, network=name)
-        document = P.override_document(config, name, labels, self.image_overrides, resources)
         temp = session_folder(self.session_id, name.removeprefix(f"netperf-{self.session_id}-"))
-        project.override = temp / "netperf-override.yml"
-        project.override.write_text(P.override_yaml(document))
-        if P.publishing_services(config):
-            project.run_file = self._unpublished_copy(project, temp, timings)
+        try:
+            builds = D.mapped_builds(config, services, self.image_overrides, temp)
+            self._check_base_images(spec.file, builds)
+            dockerfiles = {service: build.dockerfile for service, build in builds.items()}
+            document = P.override_document(config, name, labels, self.image_overrides, resources, dockerfiles)
+            project.override = temp / "netperf-override.yml"
+            project.override.write_text(P.override_yaml(document))
+            if P.publishing_services(config):
+                project.run_file = self._unpublished_copy(project, temp, timings, config)
+        except BaseException:
+            shutil.rmtree(temp, ignore_errors=True)
+            raise
         stack = ComposeStack(
             project=project,
             client=self.client,
@@ -151,6 +170,10 @@ class ComposeLauncher:
             poll_interval_s=self.poll_interval_s,
         )
         stack.timings = timings
+        stack.built_from = {
+            service: ", ".join(f"FROM {mapped} for {original}" for original, mapped, _ in build.changed)
+            for service, build in builds.items()
+        }
         try:
             self._bring_up(stack, project, spec)
         except BaseException as failure:
@@ -163,6 +186,13 @@ class ComposeLauncher:
             raise
         stack.startup_s = time.monotonic() - started
         return stack
+
+    @staticmethod
+    def active_profiles(spec: StackSpec) -> frozenset[str]:
+        """The Compose profiles active for ``spec``: ``COMPOSE_PROFILES`` of its ``env``, this
+        process's environment or the project's ``.env`` file, as Compose reads them."""
+        folder = spec.project_dir or spec.file.parent
+        return active_profiles({**os.environ, **dict(spec.env)}, folder / ".env")
 
     def config_of(self, spec: StackSpec) -> dict[str, Any]:
         """The normalised configuration of ``spec`` (``compose config``), nothing started."""
@@ -183,41 +213,82 @@ class ComposeLauncher:
                 f"invalid Compose file {project.file}: `{' '.join(project.cli.argv)} config` "
                 f"(exit status {done.returncode}) said:\n{said}"
             )
+        unset = unset_variables(done.stderr or "")
+        if unset:
+            warnings.warn(ComposeVariableWarning(unset_variables_message(project.file, unset)), stacklevel=3)
         return P.parse_config(done.stdout, project.file)
 
-    def _unpublished_copy(self, project: ProjectCommands, temp: Path, timings: dict[str, float]) -> Path:
-        """The stack's configuration, variables not yet interpolated (Compose does that at ``up``
-        with the same environment), with no port published on the host
-        (:func:`~pytest_netperf.runtime.compose.project.without_host_ports`)."""
+    def _unpublished_copy(
+        self, project: ProjectCommands, temp: Path, timings: dict[str, float], config: Mapping[str, Any]
+    ) -> Path:
+        """The stack's configuration with no port published on the host
+        (:func:`~pytest_netperf.runtime.compose.project.without_host_ports`): as ``config
+        --no-interpolate`` prints it (Compose interpolates at ``up`` with the same environment),
+        or, where that cannot be printed (Compose v1 refuses a port written with a variable,
+        ``"${HTTP_PORT:-80}:80"``, before interpolation), the interpolated ``config`` as Compose
+        printed it (literal ``$`` escaped as ``$$``)."""
         began = time.monotonic()
         done = project.execute("config", "--no-interpolate", timeout_s=CONFIG_TIMEOUT_S)
         timings["config"] = timings.get("config", 0.0) + time.monotonic() - began
-        if done.returncode != 0:
-            said = tail((done.stderr or "") + (done.stdout or ""), OUTPUT_TAIL_LINES) or "(nothing)"
-            raise ComposeFileError(
-                f"Compose file {project.file}: `{' '.join(project.cli.argv)} config --no-interpolate` "
-                f"(exit status {done.returncode}), needed to leave its published host ports out, said:\n{said}"
-            )
-        raw = yaml.safe_load(done.stdout) or {}
+        raw = (yaml.safe_load(done.stdout) or {}) if done.returncode == 0 else dict(config)
         copy = temp / "netperf-stack.yml"
         copy.write_text(P.override_yaml(P.without_host_ports(raw)))
         if project.project_dir is None:  # relative paths and .env as from the team's file
             project.project_dir = project.file.parent
         return copy
 
+    def _present_or_pulled(self, image: str) -> bool:
+        """True when ``image`` is here, or pulled now (only with NETPERF_PULL=1)."""
+        if _image_present(self.client, image):
+            return True
+        if pulling_enabled():
+            with contextlib.suppress(APIError, ImageNotFound):
+                self.client.images.pull(image)
+            return _image_present(self.client, image)
+        return False
+
     def _check_images(self, file: Path, plan: Mapping[str, tuple[str, str]]) -> None:
         missing: list[str] = []
         for service, (original, mapped) in sorted(plan.items()):
-            if _image_present(self.client, mapped):
+            if self._present_or_pulled(mapped):
                 continue
-            if pulling_enabled():
-                with contextlib.suppress(APIError, ImageNotFound):
-                    self.client.images.pull(mapped)
-                if _image_present(self.client, mapped):
-                    continue
             missing.append(P.missing_image_message(service, original, mapped, pulling_enabled()))
         if missing:
             raise ImageMissingError(f"Compose file {file}: " + "\n".join(missing))
+
+    def _check_base_images(self, file: Path, builds: Mapping[str, D.MappedBuild]) -> None:
+        """ImageMissingError when an image the mapping put in a Dockerfile is absent (and cannot be
+        pulled: only with NETPERF_PULL=1 is it tried)."""
+        missing = [
+            D.missing_base_message(service, build.source, original, mapped, line)
+            for service, build in sorted(builds.items())
+            for original, mapped, line in build.changed
+            if not self._present_or_pulled(mapped)
+        ]
+        if missing:
+            raise ImageMissingError(f"Compose file {file}: " + "\n".join(missing))
+
+    def _build_diagnosis(self, config: Mapping[str, Any], buildable: Sequence[str]) -> str:
+        """Why a failed build may have failed: Dockerfile images absent here (not mapped, not
+        pullable) and FROM lines the image mapping cannot reach; "" when none."""
+        notes: list[str] = []
+        services = P.services_of(config)
+        for name in buildable:
+            service = services[name]
+            unmappable = D.unmappable_note(name, service, self.image_overrides)
+            if unmappable:
+                notes.append(unmappable)
+            source = D.dockerfile_of(service)
+            try:
+                text = source.read_text(encoding="utf-8") if source is not None else ""
+            except (OSError, UnicodeDecodeError):
+                continue
+            args = D.build_args(service.get("build") or {})
+            for image, line in D.image_references(text, args):
+                mapped = map_image(image, self.image_overrides)
+                if source is not None and not _image_present(self.client, mapped):
+                    notes.append(D.missing_base_message(name, source, image, mapped, line))
+        return "\n".join(dict.fromkeys(notes))
 
     def _bring_up(self, stack: ComposeStack, project: ProjectCommands, spec: StackSpec) -> None:
         """Build, ``up -d``, then wait until every started service runs (and is healthy)."""
@@ -227,8 +298,10 @@ class ComposeLauncher:
             # --force-rm: a failing build step leaves no intermediate container behind
             code, output = project.run("build", "--force-rm", *buildable, timeout_s=BUILD_TIMEOUT_S)
             if code != 0:
+                diagnosis = self._build_diagnosis(stack.config, buildable)
                 raise ComposeStartError(
-                    f"building service(s) {', '.join(buildable)} of {stack.file} failed (exit status {code}):\n{output}"
+                    f"building service(s) {', '.join(buildable)} of {stack.file} failed (exit status {code})"
+                    + (f":\n{diagnosis}\nCompose said:\n{output}" if diagnosis else f":\n{output}")
                 )
         stack.timings["build"] = time.monotonic() - began
         began = time.monotonic()

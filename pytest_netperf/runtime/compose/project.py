@@ -18,6 +18,7 @@ from pytest_netperf.engine import labels as L
 from pytest_netperf.errors import ComposeFileError, ComposeUsageError
 from pytest_netperf.images.resolve import map_image
 from pytest_netperf.images.roles import LOCAL_IMAGES
+from pytest_netperf.runtime.compose.profiles import is_active
 from pytest_netperf.runtime.resources import CoreSplit
 from pytest_netperf.topology.resources import Resources, memory_bytes
 
@@ -79,14 +80,19 @@ def dependencies(service: Mapping[str, Any]) -> dict[str, str]:
     return {str(name): str((spec or {}).get("condition", "service_started")) for name, spec in value.items()}
 
 
-def started_services(config: Mapping[str, Any], wanted: Sequence[str] | None) -> list[str]:
-    """The services ``up`` starts for ``wanted`` (all when None): those and what they depend on.
+def started_services(
+    config: Mapping[str, Any], wanted: Sequence[str] | None, active_profiles: Iterable[str] = ()
+) -> list[str]:
+    """The services ``up`` starts for ``wanted``: those and what they depend on; when None,
+    every service that has no profile or an active one (``active_profiles``, see
+    :mod:`~pytest_netperf.runtime.compose.profiles`): Compose starts no other.
 
     ComposeUsageError listing the known services for an unknown one.
     """
     services = services_of(config)
     if wanted is None:
-        return sorted(services)
+        active = frozenset(active_profiles)
+        return sorted(name for name, service in services.items() if is_active(service, active))
     check_services(services, wanted, "services=")
     out: set[str] = set()
     pending = list(wanted)
@@ -211,12 +217,14 @@ def override_document(
     labels: Mapping[str, str],
     image_overrides: Mapping[str, str] | None = None,
     resources: Mapping[str, Resources] | None = None,
+    dockerfiles: Mapping[str, Path] | None = None,
 ) -> dict[str, Any]:
     """The override Compose file that puts a team's stack under the session's control.
 
     For each service: the session ``labels`` plus ``pytest-netperf.node=<service>``; the image
     through the image mapping (services without ``build:``); the same labels on what
-    ``build:`` makes (so built images can be cleaned up); a project-unique
+    ``build:`` makes (so built images can be cleaned up), and the Dockerfile with the mapped
+    FROM images where ``dockerfiles`` has one (:mod:`.dockerfile`); a project-unique
     ``container_name`` where the file fixes one; the resource limits (``resources``, the
     output of :func:`effective_resources`), mirrored into ``deploy.resources.limits`` where
     the file sets limits there (Compose v2 rejects the two disagreeing). The labels go on
@@ -230,6 +238,8 @@ def override_document(
         entry: dict[str, Any] = {"labels": {**labels, L.NODE: name}}
         if service.get("build") is not None:
             entry["build"] = {"labels": dict(labels)}
+            if name in (dockerfiles or {}):
+                entry["build"]["dockerfile"] = str((dockerfiles or {})[name])
         elif service.get("image"):
             entry["image"] = map_image(str(service["image"]), image_overrides)
         if service.get("container_name"):

@@ -20,7 +20,9 @@ from pytest_netperf.revision import BaseCheckout, changed_files, stack_inputs, u
 from pytest_netperf.revision.diff import UNCHANGED
 from pytest_netperf.runtime.compose.cli import ComposeCli, find_compose
 from pytest_netperf.runtime.compose.launcher import ComposeLauncher, StackSpec
+from pytest_netperf.runtime.compose.project import services_of
 from pytest_netperf.runtime.compose.stack import ComposeStack
+from pytest_netperf.runtime.compose.twin import missing_note, twin_resources, twin_services
 
 __all__ = ["ComposeStacks"]
 
@@ -115,13 +117,17 @@ class ComposeStacks:
                 "nothing to compare with, recorded as NEW"
             )
             return
+        revision = f"{checkout.ref} ({checkout.short})"
         twin = replace(
             spec,
             file=checkout.map_path(spec.file),
             project_dir=None if spec.project_dir is None else checkout.map_path(spec.project_dir),
         )
         try:
-            base = self.launcher.up(twin, side="base")
+            chosen = self._twin_spec(stack, spec, twin, shown, revision)
+            if chosen is None:
+                return
+            base = self.launcher.up(chosen, side="base")
         except ComposeError as exc:
             # the head is still measured; its budgets against the base are INVALID with this log
             stack.base_error = f"the base revision's stack ({checkout.ref}, {checkout.short}) did not come up: {exc}"
@@ -132,7 +138,23 @@ class ComposeStacks:
         inputs = stack_inputs(spec.file, stack.config, checkout.root)
         changes = changed_files(checkout.root, checkout.commit, inputs)
         described = "; ".join(change.describe() for change in changes)
-        stack.attach_base(base, f"{checkout.ref} ({checkout.short}): {described or UNCHANGED}")
+        stack.attach_base(base, f"{revision}: {described or UNCHANGED}", revision=revision)
+
+    def _twin_spec(
+        self, stack: ComposeStack, spec: StackSpec, twin: StackSpec, shown: Path, revision: str
+    ) -> StackSpec | None:
+        """``twin`` with the head's ``services=`` and ``resources=`` the base revision has (a
+        renamed service is not there); None, with the stack's base note, when it has none of them."""
+        if spec.services is None and not spec.resources:
+            return twin  # the twin starts its own services; endpoint() notes a head service it lacks
+        base_services = list(services_of(self.launcher.config_of(twin)))
+        services, missing = twin_services(spec.services, stack.services, base_services)
+        if services == ():
+            stack.base_note = "; ".join(
+                missing_note(name, services_of(stack.config), base_services, revision, shown) for name in missing
+            )
+            return None
+        return replace(twin, services=services, resources=twin_resources(spec.resources, base_services))
 
     @property
     def stacks(self) -> list[ComposeStack]:

@@ -22,7 +22,7 @@ from pytest_netperf.engine import labels as L
 from pytest_netperf.errors import ComposeError, ComposeStartError, ComposeUsageError
 from pytest_netperf.revision.diff import CHANGES_FACT
 from pytest_netperf.runtime.cleanup import clean_network
-from pytest_netperf.runtime.compose import diagnostics
+from pytest_netperf.runtime.compose import diagnostics, profiles, twin
 from pytest_netperf.runtime.compose import project as P
 from pytest_netperf.runtime.compose.commands import ProjectCommands
 from pytest_netperf.runtime.costs import Member, SystemProbe
@@ -90,6 +90,10 @@ class ComposeStack:
         self.base_error = ""
         #: ``vs base`` fact: the stack's input files that differ from the base revision
         self.base_changes = ""
+        #: the base revision as the report names it (``main (3f2a1c9)``)
+        self.base_revision = ""
+        #: built service -> the images the mapping put in its Dockerfile (``FROM x for nginx:1.27``)
+        self.built_from: dict[str, str] = {}
 
     # ----------------------------------------------------------------- public
 
@@ -136,6 +140,8 @@ class ComposeStack:
         if not containers:
             raise ComposeStartError(f"service {service!r} of {self.file} is not running\n{self.diagnosis()}")
         container = containers[0]
+        if str(P.services_of(self.config)[service].get("network_mode") or "") == "host":
+            raise ComposeUsageError(diagnostics.host_network_message(service, port, self.file))
         root = self._root_container(service, container)
         network, network_id, address, aliases = self._attachment(service, root)
         self._ensure_port(service, container, address, port)
@@ -150,11 +156,17 @@ class ComposeStack:
             root_container_id=str(root.id),
             names=tuple(dict.fromkeys((service, *aliases))),
         )
+        if self.base is not None and service not in self.base.services:
+            endpoint = self._endpoint(service, port, path, host, via_dns, guard, address, network)
+            note = twin.missing_note(
+                service, P.services_of(self.config), P.services_of(self.base.config), self.base_revision, self.file.name
+            )
+            return replace(endpoint, base_note=note, facts={**endpoint.facts, CHANGES_FACT: self.base_changes})
         if self.base is not None:
-            twin = self.base.endpoint(service, port, path, host, via_dns)
+            twin_endpoint = self.base.endpoint(service, port, path, host, via_dns)
             return replace(
                 self._endpoint(service, port, path, host, via_dns, guard, address, network),
-                base=twin,
+                base=twin_endpoint,
                 facts={**self.facts(), CHANGES_FACT: self.base_changes},
             )
         endpoint = self._endpoint(service, port, path, host, via_dns, guard, address, network)
@@ -209,10 +221,10 @@ class ComposeStack:
             self._probe = SystemProbe(self._client, members)
         return self._probe
 
-    def attach_base(self, base: ComposeStack, changes: str) -> None:
-        """Pair this (head) stack with its twin at the base revision; ``changes`` describes the
-        input files that differ (``unchanged`` when none do)."""
-        self.base, self.base_changes = base, changes
+    def attach_base(self, base: ComposeStack, changes: str, revision: str = "the base revision") -> None:
+        """Pair this (head) stack with its twin at the base revision (``revision``: ``main (3f2a1c9)``);
+        ``changes`` describes the input files that differ (``unchanged`` when none do)."""
+        self.base, self.base_changes, self.base_revision = base, changes, revision
 
     def facts(self) -> dict[str, str]:
         """What the report prints per row: the image each service ran and its resource limits."""
@@ -339,7 +351,8 @@ class ComposeStack:
             ran = str((containers[0].attrs.get("Config") or {}).get("Image", "?")) if containers else "?"
             original, mapped = self._image_plan.get(service, ("", ""))
             if service not in self._image_plan:
-                out[service] = f"{ran} (built)"
+                mapped_from = self.built_from.get(service)
+                out[service] = f"{ran} (built, {mapped_from})" if mapped_from else f"{ran} (built)"
             elif mapped != original:
                 out[service] = f"{ran} (for {original})"
             else:
@@ -364,7 +377,10 @@ class ComposeStack:
         services = P.services_of(self.config)
         P.check_services(services, [name], what)
         if name not in self._started:
+            if profiles.service_profiles(services[name]):
+                why = profiles.inactive_note(name, services[name])
+            else:
+                why = "pass it in services= or leave services=None"
             raise ComposeUsageError(
-                f"{what}: service {name!r} was not started in this stack (started: {', '.join(self._started)}); "
-                "pass it in services= or leave services=None"
+                f"{what}: service {name!r} was not started in this stack (started: {', '.join(self._started)}); {why}"
             )

@@ -14,6 +14,8 @@ from __future__ import annotations
 import errno
 from typing import Iterator, Optional
 
+from pytest_netperf.results.model import TASK_EXCEPTION_PREFIX
+
 _CONNECT_TIMEOUT_NAMES = {"ConnectTimeout", "ConnectTimeoutError"}
 _TIMEOUT_NAMES = {"Timeout", "TimeoutError", "ReadTimeout", "ReadTimeoutError", "timeout"}
 _REFUSED_NAMES = {"ConnectionRefusedError"}
@@ -88,3 +90,9 @@ def classify_exception(exc: BaseException) -> str:
         if kind is not None:
             return kind
     return "other"
+
+
+def task_exception_kind(exc: BaseException) -> str:
+    """The error kind of an exception a Locust task raised (Locust's ``user_error`` event):
+    ``task exception: ValueError``. No request failed; the locustfile's code did."""
+    return f"{TASK_EXCEPTION_PREFIX}{type(exc).__name__}"

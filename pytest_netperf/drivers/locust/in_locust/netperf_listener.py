@@ -32,7 +32,7 @@ from pytest_netperf.drivers.locust.in_locust.connection_counter import (
     install_connection_counters,
     sockets_opened,
 )
-from pytest_netperf.drivers.locust.in_locust.error_kinds import classify_exception
+from pytest_netperf.drivers.locust.in_locust.error_kinds import classify_exception, task_exception_kind
 from pytest_netperf.drivers.locust.in_locust.output_document import output_document
 from pytest_netperf.drivers.locust.in_locust.pacing import Pacing
 from pytest_netperf.drivers.locust.in_locust.session_master import SessionMaster
@@ -205,6 +205,10 @@ class NetperfNode:
         else:
             self.recorder.record_error(classify_exception(exception) if exception is not None else "other")
 
+    def on_user_error(self, exception: Optional[BaseException] = None, **_kw: Any) -> None:
+        """A task raised (Locust's ``user_error``): an error of its own kind, not a request."""
+        self.recorder.record_error(task_exception_kind(exception) if exception is not None else "task exception")
+
     def on_usage(self, cpu_usage: float, **_kw: Any) -> None:
         self.cpu.sample(cpu_usage, warning=cpu_usage > locust_runners.CPU_WARNING_THRESHOLD)
 
@@ -344,6 +348,7 @@ def _on_init(environment: Any, **_kw: Any) -> None:
             session = SessionMaster(node, node.master_document)
             environment.events.spawning_complete.add_listener(session.on_spawning_complete)
             environment.events.request.add_listener(node.on_request)
+            environment.events.user_error.add_listener(node.on_user_error)
             environment.events.usage_monitor.add_listener(node.on_usage)
             session.serve(control)
             return
@@ -351,6 +356,7 @@ def _on_init(environment: Any, **_kw: Any) -> None:
         node.runner.register_message("netperf_start", node.on_start_message)
         node.runner.register_message("netperf_stop", node.on_stop_message)
     environment.events.request.add_listener(node.on_request)
+    environment.events.user_error.add_listener(node.on_user_error)
     environment.events.usage_monitor.add_listener(node.on_usage)
     environment.events.spawning_complete.add_listener(node.start_controller)
     if environment.shape_class is not None:
