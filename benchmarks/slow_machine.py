@@ -26,9 +26,12 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional
 
 CHILD = "netperf-slow-machine"
 PERIOD_US = 100_000
+#: Real-time runtime per second for the command's cgroup (the root's default is 950,000).
+RT_RUNTIME_US = 400_000
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,18 @@ class DockerParent:
             (self.folder / "cpu.cfs_quota_us").write_text(str(quota))
         else:
             (self.folder / "cpu.max").write_text(f"{quota} {PERIOD_US}")
+
+    def allow_realtime(self, child: Path) -> Optional[str]:
+        """Give the parent and ``child`` real-time runtime (cgroup v1 with RT group scheduling:
+        a SCHED_FIFO thread in a group without any is refused, and the driver's
+        ``--realtime`` with it); returns the parent's former value to restore, None on v2."""
+        name = "cpu.rt_runtime_us"
+        if self.version != 1 or not (self.folder / name).exists():
+            return None
+        saved = (self.folder / name).read_text().strip()
+        (self.folder / name).write_text(str(RT_RUNTIME_US))
+        (child / name).write_text(str(RT_RUNTIME_US))
+        return saved
 
     def restore(self, saved: str) -> None:
         if self.version == 1:
@@ -112,6 +127,7 @@ def main() -> int:
     procs = child / "cgroup.procs"
     print(f"slow_machine: {cpus:g} of {cores} CPUs for the command and every container ({parent.folder})", flush=True)
     parent.set_quota(cpus)
+    saved_rt = parent.allow_realtime(child)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     try:
         process = subprocess.Popen(command, preexec_fn=lambda: procs.write_text(str(os.getpid())))
@@ -125,6 +141,10 @@ def main() -> int:
         for pid in procs.read_text().split():  # strays of the command go back to the root
             with contextlib.suppress(OSError):
                 (parent.folder.parent / "cgroup.procs").write_text(pid)
+        if saved_rt is not None:
+            with contextlib.suppress(OSError):
+                (child / "cpu.rt_runtime_us").write_text("0")
+                (parent.folder / "cpu.rt_runtime_us").write_text(saved_rt)
         try:
             child.rmdir()
         except OSError as exc:
