@@ -184,7 +184,7 @@ def count_tools(
 
     def count(tool: str) -> CountedCost | str:
         try:
-            cost = marginal(counter.node, _repetitions(counter, tool, run, url, shape, plan, progress, clock))
+            cost = marginal(counter.node, _ToolCount(counter, tool, run, url, shape, plan, clock).repetitions(progress))
         except NetperfError as exc:  # too few answers, the clone (CountingError, its image) or the driver
             return str(exc)
         return implausible(cost) or cost
@@ -200,88 +200,75 @@ def count_tools(
     return costs, errors
 
 
-def _repetitions(
-    counter: CountingNode,
-    tool: str,
-    run: Callable[[str, LoadShape], RoundResult],
-    url: str,
-    shape: LoadShape,
-    plan: CountingPlan,
-    progress: Callable[[str], None],
-    clock: Clock,
-) -> list[tuple[CountedRun, CountedRun]]:
-    """The (smaller, larger) counted runs of every repetition of ``tool``."""
-    pairs = []
-    for repetition in range(plan.repetitions):
-        low, high = _pair(counter, tool, run, url, shape, plan, clock)
-        pairs.append((low, high))
-        progress(
-            f"counting pass {counter.node} {tool} repetition {repetition + 1}/{plan.repetitions}: "
-            f"{low.seconds + high.seconds:.1f}s"
-        )
-    return pairs
+@dataclass(frozen=True)
+class _ToolCount:
+    """The counted runs of one tool on ``counter``'s node; ``run(url, shape)`` is the driver."""
 
+    counter: CountingNode
+    tool: str
+    run: Callable[[str, LoadShape], RoundResult]
+    url: str
+    shape: LoadShape
+    plan: CountingPlan
+    clock: Clock
 
-def _pair(
-    counter: CountingNode,
-    tool: str,
-    run: Callable[[str, LoadShape], RoundResult],
-    url: str,
-    shape: LoadShape,
-    plan: CountingPlan,
-    clock: Clock,
-) -> tuple[CountedRun, CountedRun]:
-    """The (smaller, larger) counted runs of one repetition, living equally long.
+    def repetitions(self, progress: Callable[[str], None]) -> list[tuple[CountedRun, CountedRun]]:
+        """The (smaller, larger) counted runs of every repetition."""
+        pairs = []
+        for repetition in range(self.plan.repetitions):
+            low, high = self.pair()
+            pairs.append((low, high))
+            progress(
+                f"counting pass {self.counter.node} {self.tool} repetition {repetition + 1}/{self.plan.repetitions}: "
+                f"{low.seconds + high.seconds:.1f}s"
+            )
+        return pairs
 
-    The larger count goes first, as fast as the counted server answers; the smaller one is
-    paced over the rest of the larger one's life and stopped when that life is over. A clone
-    whose own idle wait outlasted the other's life cannot be fitted: the shorter-lived run is
-    counted again, made to live as long as the longer (at most :data:`LIFE_REDOS` times)."""
-    high, high_life = _counted_run(counter, tool, run, url, shape, plan, plan.high, None, clock)
-    low, low_life = _counted_run(counter, tool, run, url, shape, plan, plan.low, high_life, clock)
-    for _ in range(LIFE_REDOS):
-        longer = max(high_life, low_life)
-        if longer - min(high_life, low_life) <= LIFE_TOLERANCE_S + LIFE_TOLERANCE * longer:
-            break
-        if high_life < low_life:
-            high, high_life = _counted_run(counter, tool, run, url, shape, plan, plan.high, low_life, clock)
-        else:
-            low, low_life = _counted_run(counter, tool, run, url, shape, plan, plan.low, high_life, clock)
-    return low, high
+    def pair(self) -> tuple[CountedRun, CountedRun]:
+        """The (smaller, larger) counted runs of one repetition, living equally long.
 
+        The larger count goes first, as fast as the counted server answers; the smaller one is
+        paced over the rest of the larger one's life and stopped when that life is over. A clone
+        whose own idle wait outlasted the other's life cannot be fitted: the shorter-lived run is
+        counted again, made to live as long as the longer (at most :data:`LIFE_REDOS` times)."""
+        plan = self.plan
+        high, high_life = self.counted_run(plan.high, None)
+        low, low_life = self.counted_run(plan.low, high_life)
+        for _ in range(LIFE_REDOS):
+            longer = max(high_life, low_life)
+            if longer - min(high_life, low_life) <= LIFE_TOLERANCE_S + LIFE_TOLERANCE * longer:
+                break
+            if high_life < low_life:
+                high, high_life = self.counted_run(plan.high, low_life)
+            else:
+                low, low_life = self.counted_run(plan.low, high_life)
+        return low, high
 
-def _counted_run(
-    counter: CountingNode,
-    tool: str,
-    run: Callable[[str, LoadShape], RoundResult],
-    url: str,
-    shape: LoadShape,
-    plan: CountingPlan,
-    requests: int,
-    life: Optional[float],
-    clock: Clock,
-) -> tuple[CountedRun, float]:
-    """One counted run of ``requests`` requests, and its life: the seconds from the moment its
-    server listened to its stop.
+    def counted_run(self, requests: int, life: Optional[float]) -> tuple[CountedRun, float]:
+        """One counted run of ``requests`` requests, and its life: the seconds from the moment its
+        server listened to its stop.
 
-    The larger count goes as fast as the server answers; the smaller one is paced over what its
-    own idle wait left of ``life``. Given a ``life``, the stop waits until it is over."""
-    with counter.clone(tool, plan.time_limit_s) as clone:
-        rate = None
-        if life is not None and requests < plan.high:
-            window = life - (clock.now() - clone.ready_at)
-            rate = requests / window if window > MIN_PACED_S else None
-        result = run(at_address(url, clone.address), exact_shape(shape, requests, plan.time_limit_s, rate))
-        answered = int(result.ok)
-        if answered != requests:
-            raise CountingPassError(_short_answer(counter.node, tool, answered, requests, result, plan))
-        if life is not None:
-            left = clone.ready_at + life - clock.now()
-            if left > 0:
-                clock.sleep(left)
-        lived = clock.now() - clone.ready_at
-        count = clone.counts(requests)
-    return count, lived
+        The larger count goes as fast as the server answers; the smaller one is paced over what its
+        own idle wait left of ``life``. Given a ``life``, the stop waits until it is over."""
+        plan, clock = self.plan, self.clock
+        with self.counter.clone(self.tool, plan.time_limit_s) as clone:
+            rate = None
+            if life is not None and requests < plan.high:
+                window = life - (clock.now() - clone.ready_at)
+                rate = requests / window if window > MIN_PACED_S else None
+            result = self.run(
+                at_address(self.url, clone.address), exact_shape(self.shape, requests, plan.time_limit_s, rate)
+            )
+            answered = int(result.ok)
+            if answered != requests:
+                raise CountingPassError(_short_answer(self.counter.node, self.tool, answered, requests, result, plan))
+            if life is not None:
+                left = clone.ready_at + life - clock.now()
+                if left > 0:
+                    clock.sleep(left)
+            lived = clock.now() - clone.ready_at
+            count = clone.counts(requests)
+        return count, lived
 
 
 def _short_answer(node: str, tool: str, answered: int, requests: int, result: RoundResult, plan: CountingPlan) -> str:

@@ -1,8 +1,9 @@
 """The ``netperf_compose`` fixture: a team's own Compose stack as a gate target.
 
 Layered on ``netperf_docker`` (session id, Docker client, cleanup on signals, at exit and of
-crashed sessions) and ``netperf_image_overrides`` (the image mapping). The core lives in
-:mod:`pytest_netperf.runtime.compose`; this module is the pytest glue.
+crashed sessions, the cores split around the load driver) and ``netperf_image_overrides`` (the
+image mapping). The core lives in :mod:`pytest_netperf.runtime.compose`; this module is the
+pytest glue.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def netperf_compose(
         on_started=started,
         base=netperf_base,
         skip_unchanged=session_of(request.config).settings.base_skip_unchanged,
+        split=netperf_docker.core_split,  # the topologies' split: services keep off a pinned driver's cores
     )
 
     def factory(

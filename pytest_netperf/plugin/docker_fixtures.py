@@ -38,7 +38,7 @@ from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.host_ports import free_host_ports
 from pytest_netperf.runtime.l4_paths import L4Paths, core_pair
 from pytest_netperf.runtime.l4_paths import l4_paths as l4_paths_over
-from pytest_netperf.runtime.resources import split_around_driver
+from pytest_netperf.runtime.resources import containers_split
 from pytest_netperf.runtime.running import RunningTopology, TopologyStartError
 from pytest_netperf.topology import builders
 from pytest_netperf.topology.model import Topology
@@ -87,8 +87,8 @@ def netperf_docker(
         client,
         overrides=netperf_image_overrides,
         base_dir=request.config.rootpath,  # relative config= paths of file-backed nodes
-        # the nodes keep off a pinned driver's cores (--netperf-driver-cpus), on any machine
-        core_split=split_around_driver(session.driver_cpus) if session is not None else "auto",
+        # the nodes (and Compose services: netperf_compose) keep off a pinned driver's cores, on any machine
+        core_split=containers_split(session.driver_cpus if session is not None else "auto"),
     )
     restore_signals = _install_signal_cleanup(session_id)
     last_resort = _register_atexit(session_id)

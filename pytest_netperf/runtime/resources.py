@@ -1,13 +1,15 @@
 """The host's cores and the default split of them between the load driver and the system under test.
 
 :func:`default_split` keeps the load driver and the system under test on different cores
-where the machine has enough of them.
+where the machine has enough of them; :func:`containers_split` is the split the system under
+test's containers (topology nodes and Compose services alike) run with.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Literal
 
 from pytest_netperf.topology.resources import cpuset_text, parse_cpuset
 
@@ -63,3 +65,12 @@ def split_around_driver(driver: str | None, cores: list[int] | None = None) -> C
     taken = set(parse_cpuset(driver))
     rest = [core for core in cores if core not in taken]
     return CoreSplit(driver=cpuset_text(sorted(taken)), sut=cpuset_text(rest)) if rest else None
+
+
+def containers_split(driver: str | Literal["auto"] | None, cores: list[int] | None = None) -> CoreSplit | None:
+    """The split the system under test's containers run with beside the load driver: around
+    ``driver``, the session's resolved ``--netperf-driver-cpus`` (None: not pinned, they share
+    every core), or :func:`default_split` for ``"auto"`` (no netperf session resolved it)."""
+    if driver == "auto":
+        return default_split(cores)
+    return split_around_driver(driver, cores)

@@ -5,12 +5,11 @@ Each is an error naming the node (and the image, the log tail), never a count.""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from docker import DockerClient
-from docker_helpers import session_leftovers, skip_without_counting_image, skip_without_images
+from docker_helpers import skip_without_counting_image, skip_without_images
 
 from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
@@ -29,20 +28,6 @@ ECHO = LOCAL_IMAGES["echo"]
 def _needs_a_traceable_echo() -> None:
     skip_without_images("echo")
     skip_without_counting_image(ECHO)
-
-
-@pytest.fixture
-def session() -> Iterator[tuple[DockerClient, str, str]]:
-    """A Docker client, a session id and a network of that session; all removed after."""
-    client = docker_client()
-    session_id = f"costbad{uuid.uuid4().hex[:8]}"
-    network = f"netperf-{session_id}"
-    client.networks.create(network, labels={L.SESSION: session_id})
-    try:
-        yield client, session_id, network
-    finally:
-        clean_session(session_id, client)
-        assert session_leftovers(client, session_id) == []
 
 
 def _source(client: DockerClient, session_id: str, network: str, command: list[str]):
@@ -74,8 +59,8 @@ def test_an_image_without_a_package_manager_is_named_with_the_ways_out() -> None
     assert client.images.list(all=True, filters={"label": [f"{L.SESSION}={session_id}"]}) == []
 
 
-def test_a_server_that_dies_under_its_counting_tool_is_an_error_with_its_log(session) -> None:
-    client, session_id, network = session
+def test_a_server_that_dies_under_its_counting_tool_is_an_error_with_its_log(docker_session) -> None:
+    client, session_id, network = docker_session
     source = _source(client, session_id, network, ["sh", "-c", "echo starting; sleep 600"])
     dying = NodeCounter(client, source, "edge", network, 8080, ready_timeout_s=20)
     # the clone runs the source's command: replace it by one that fails at once
@@ -85,8 +70,8 @@ def test_a_server_that_dies_under_its_counting_tool_is_an_error_with_its_log(ses
         pytest.fail("a clone that exited was handed out")
 
 
-def test_a_server_that_never_listens_times_out_naming_the_port(session) -> None:
-    client, session_id, network = session
+def test_a_server_that_never_listens_times_out_naming_the_port(docker_session) -> None:
+    client, session_id, network = docker_session
     source = _source(client, session_id, network, ["sleep", "600"])
     silent = NodeCounter(client, source, "edge", network, 8080, ready_timeout_s=3)
     never = "did not accept connections on port 8080 under its counting tool within 3s"
@@ -94,8 +79,8 @@ def test_a_server_that_never_listens_times_out_naming_the_port(session) -> None:
         pytest.fail("a clone that never listened was handed out")
 
 
-def test_a_clone_is_removed_when_its_block_fails(session) -> None:
-    client, session_id, network = session
+def test_a_clone_is_removed_when_its_block_fails(docker_session) -> None:
+    client, session_id, network = docker_session
     source = _source(client, session_id, network, ["netperf-driver", "echo", "--listen", "0.0.0.0:8080"])
     counter = NodeCounter(client, source, "edge", network, 8080)
     with pytest.raises(RuntimeError, match="the load failed"), counter.clone("syscalls", 120) as clone:

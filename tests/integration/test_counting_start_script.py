@@ -10,24 +10,19 @@ image of a failed build left behind.
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from docker import DockerClient
-from docker_helpers import session_leftovers, skip_without_counting_image, skip_without_images
+from docker_helpers import skip_without_counting_image, skip_without_images
 
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.engine import labels as L
-from pytest_netperf.engine.client import docker_client
 from pytest_netperf.images.counting_image import LABEL_COST_OF
 from pytest_netperf.images.layers import build_layer
 from pytest_netperf.images.roles import LOCAL_IMAGES
 from pytest_netperf.images.rootfs import ImageBuildError
 from pytest_netperf.measure.counting_pass import CountingPlan, run_counting_pass
-from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.counting_clone import NodeCounter
 
 pytestmark = pytest.mark.docker
@@ -49,22 +44,8 @@ def _needs_a_traceable_echo() -> None:
     skip_without_counting_image(ECHO)
 
 
-@pytest.fixture
-def session() -> Iterator[tuple[DockerClient, str, str]]:
-    """A Docker client, a session id and a network of that session; all removed after."""
-    client = docker_client()
-    session_id = f"countscript{uuid.uuid4().hex[:8]}"
-    network = f"netperf-{session_id}"
-    client.networks.create(network, labels={L.SESSION: session_id})
-    try:
-        yield client, session_id, network
-    finally:
-        clean_session(session_id, client)
-        assert session_leftovers(client, session_id) == []
-
-
-def test_a_server_started_by_a_script_without_exec_is_counted_by_both_tools(session) -> None:
-    client, session_id, network = session
+def test_a_server_started_by_a_script_without_exec_is_counted_by_both_tools(docker_session) -> None:
+    client, session_id, network = docker_session
     source = client.containers.run(
         ECHO,
         ["sh", "-c", START_SCRIPT],
@@ -85,8 +66,8 @@ def test_a_server_started_by_a_script_without_exec_is_counted_by_both_tools(sess
     assert instructions.spread < 0.05 and syscalls.spread < 0.05, (instructions, syscalls)
 
 
-def test_a_from_scratch_image_is_a_clear_error_and_leaves_no_image(session, tmp_path: Path) -> None:
-    client, session_id, network = session
+def test_a_from_scratch_image_is_a_clear_error_and_leaves_no_image(docker_session, tmp_path: Path) -> None:
+    client, session_id, network = docker_session
     tag = f"pytest-netperf/test-scratch:{session_id}"
     (tmp_path / "server").write_bytes(b"not a shell\n")
     build_layer(
@@ -109,10 +90,10 @@ def test_a_from_scratch_image_is_a_clear_error_and_leaves_no_image(session, tmp_
     assert client.containers.list(all=True, filters={"label": f"{LABEL_COST_OF}={source_id}"}) == []
 
 
-def test_a_failed_counting_build_removes_its_layers(session) -> None:
+def test_a_failed_counting_build_removes_its_layers(docker_session) -> None:
     """An image with a shell but no package manager: the build fails at its install step, and
     the layers it committed before (labelled with the image they extend) are removed."""
-    client, session_id, _ = session
+    client, session_id, _ = docker_session
     tag = f"pytest-netperf/test-no-package-manager:{session_id}"
     build_layer(
         client,

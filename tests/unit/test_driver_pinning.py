@@ -20,9 +20,17 @@ from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.errors import DriverError, NetperfError
 from pytest_netperf.measure.gate import DRIVER_CORES_FACT, series_facts
 from pytest_netperf.runtime.commands import LocalRunner
+from pytest_netperf.runtime.compose.launcher import ComposeLauncher
+from pytest_netperf.runtime.compose.session import ComposeStacks
 from pytest_netperf.runtime.endpoints import Endpoint
 from pytest_netperf.runtime.process_guard import check_cores
-from pytest_netperf.runtime.resources import CoreSplit, default_split, split_around_driver, usable_cores
+from pytest_netperf.runtime.resources import (
+    CoreSplit,
+    containers_split,
+    default_split,
+    split_around_driver,
+    usable_cores,
+)
 from pytest_netperf.settings import SettingError, Settings, check_driver_cpus, resolve_driver_cpus
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="pinning needs Linux")
@@ -86,6 +94,37 @@ def test_a_pinned_driver_leaves_the_system_under_test_the_other_cores() -> None:
     # auto keeps default_split's layout
     split = default_split([0, 1, 2, 3])
     assert split is not None and split_around_driver(resolve_driver_cpus("auto", [0, 1, 2, 3]), [0, 1, 2, 3]) == split
+
+
+@pytest.mark.parametrize(
+    ("driver_cpus", "cores", "split"),
+    [
+        ("0", [0, 1], CoreSplit(driver="0", sut="1")),  # pinned on 2 cores: the containers keep off core 0
+        ("2", [0, 1, 2, 3], CoreSplit(driver="2", sut="0-1,3")),
+        ("all", [0, 1, 2, 3], None),  # not pinned: the containers share every core with the driver
+        ("auto", [0, 1], None),  # auto below 4 cores: everything shares
+        ("auto", list(range(8)), CoreSplit(driver="0-1", sut="2-7")),
+    ],
+)
+def test_the_containers_split_is_the_one_around_the_sessions_driver(
+    driver_cpus: str, cores: list[int], split: Optional[CoreSplit]
+) -> None:
+    assert containers_split(resolve_driver_cpus(driver_cpus, cores), cores) == split
+
+
+def test_without_a_netperf_session_the_containers_get_the_default_split() -> None:
+    assert containers_split("auto", [0, 1, 2, 3]) == default_split([0, 1, 2, 3]) == CoreSplit(driver="0", sut="1-3")
+    assert containers_split("auto", [0, 1]) is None
+
+
+def test_compose_stacks_take_the_split_they_are_given_none_included() -> None:
+    """netperf_compose hands the topologies' split down: a driver that is not pinned (None)
+    must not turn into default_split's on the way."""
+    pinned = CoreSplit(driver="0", sut="1")
+    for given in (pinned, None):
+        stacks = ComposeStacks(None, "sid", Path(), find=lambda: None, split=given)  # type: ignore[arg-type,return-value]
+        assert stacks.launcher.split == given
+    assert ComposeLauncher(None, None, "sid").split == default_split()  # type: ignore[arg-type]
 
 
 def test_auto_on_this_machine_follows_default_split() -> None:

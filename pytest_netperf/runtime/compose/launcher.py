@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from docker import DockerClient
@@ -93,7 +93,11 @@ class StackSpec:
 
 
 class ComposeLauncher:
-    """Brings Compose stacks up for one session; every resource carries the session's labels."""
+    """Brings Compose stacks up for one session; every resource carries the session's labels.
+
+    ``split`` ("auto": :func:`default_split`; None: none) puts services without a cpuset on the
+    system-under-test cores.
+    """
 
     def __init__(
         self,
@@ -105,7 +109,7 @@ class ComposeLauncher:
         driver_image: str | None = None,
         ready_timeout_s: float = 60.0,
         poll_interval_s: float = 0.1,
-        split: CoreSplit | None = None,
+        split: CoreSplit | Literal["auto"] | None = "auto",
     ) -> None:
         self.cli = cli
         self.client = client
@@ -115,7 +119,7 @@ class ComposeLauncher:
         self.driver_image = driver_image
         self.ready_timeout_s = ready_timeout_s
         self.poll_interval_s = poll_interval_s
-        self.split = split if split is not None else default_split()
+        self.split: CoreSplit | None = default_split() if split == "auto" else split
         self._serial = 0
 
     def project_name(self, spec: StackSpec, side: str = "") -> str:

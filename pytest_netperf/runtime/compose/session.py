@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from docker import DockerClient
 
@@ -23,6 +23,7 @@ from pytest_netperf.runtime.compose.launcher import ComposeLauncher, StackSpec
 from pytest_netperf.runtime.compose.project import services_of
 from pytest_netperf.runtime.compose.stack import ComposeStack
 from pytest_netperf.runtime.compose.twin import missing_note, twin_resources, twin_services
+from pytest_netperf.runtime.resources import CoreSplit
 
 __all__ = ["ComposeStacks"]
 
@@ -33,6 +34,7 @@ class ComposeStacks:
     Relative paths resolve against ``root``. A stack stays up until :meth:`down_all`; a
     bring-up that fails leaves nothing behind and is tried again by the next call. The
     Compose implementation is looked up at the first call (``ComposeUnavailable`` when none).
+    ``split`` is the launcher's (:class:`ComposeLauncher`).
     """
 
     def __init__(
@@ -46,6 +48,7 @@ class ComposeStacks:
         on_started: Callable[[str, float], None] | None = None,
         base: Callable[[], BaseCheckout] | None = None,
         skip_unchanged: bool = False,
+        split: CoreSplit | Literal["auto"] | None = "auto",
     ) -> None:
         self.client = client
         self.session_id = session_id
@@ -58,6 +61,7 @@ class ComposeStacks:
         self._stacks: dict[tuple[str, StackSpec], ComposeStack] = {}
         self._base = base
         self._skip_unchanged = skip_unchanged
+        self._split = split
 
     @property
     def launcher(self) -> ComposeLauncher:
@@ -70,6 +74,7 @@ class ComposeStacks:
                 worker=os.environ.get("PYTEST_XDIST_WORKER", "main"),
                 image_overrides=self.image_overrides,
                 driver_image=self.driver_image,
+                split=self._split,
             )
         return self._launcher
 
