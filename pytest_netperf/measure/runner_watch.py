@@ -50,6 +50,7 @@ def runner_state(load: MachineLoad, result: RoundResult) -> RunnerState:
         driver_cores=(result.client.cpu_user_s + result.client.cpu_sys_s) / load.span_s,
         stack_cores=stack_cores(result, load.span_s),
         started_at=load.started_at,
+        task_cores=load.task_cores,
     )
 
 

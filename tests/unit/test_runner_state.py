@@ -24,6 +24,7 @@ from pytest_netperf.runtime.machine_load import (
     CpuTicks,
     MachineSample,
     machine_load,
+    parse_cgroup_usage,
     parse_loadavg,
     parse_proc_stat,
     read_sample,
@@ -44,8 +45,10 @@ def ticks(user: int = 0, system: int = 0, idle: int = 0, softirq: int = 0, steal
     return CpuTicks(user, 0, system, idle, 0, 0, softirq, steal, cores)
 
 
-def sample(at: float, cpu: CpuTicks, load: Optional[float] = 1.5, wall: float = 1_000.0) -> MachineSample:
-    return MachineSample(at=at, wall=wall + at, cpu=cpu, load_1m=load)
+def sample(
+    at: float, cpu: CpuTicks, load: Optional[float] = 1.5, wall: float = 1_000.0, task_ns: Optional[int] = None
+) -> MachineSample:
+    return MachineSample(at=at, wall=wall + at, cpu=cpu, load_1m=load, task_ns=task_ns)
 
 
 def state(
@@ -108,8 +111,25 @@ def test_loadavg_is_its_first_field() -> None:
 def test_read_sample_reads_the_files_it_is_given(tmp_path: Path) -> None:
     (tmp_path / "stat").write_text(STAT)
     (tmp_path / "loadavg").write_text("0.68 0.88 0.45 2/116 24007\n")
-    got = read_sample(tmp_path / "stat", tmp_path / "loadavg", clock=lambda: 5.0, wall_clock=lambda: 1.7e9)
-    assert got == MachineSample(at=5.0, wall=1.7e9, cpu=parse_proc_stat(STAT), load_1m=0.68)
+    (tmp_path / "cpuacct.usage").write_text("174989780182\n")
+    got = read_sample(
+        tmp_path / "stat",
+        tmp_path / "loadavg",
+        clock=lambda: 5.0,
+        wall_clock=lambda: 1.7e9,
+        usage_paths=(tmp_path / "missing", tmp_path / "cpuacct.usage"),
+    )
+    assert got == MachineSample(at=5.0, wall=1.7e9, cpu=parse_proc_stat(STAT), load_1m=0.68, task_ns=174989780182)
+    assert read_sample(tmp_path / "stat", tmp_path / "loadavg", usage_paths=(tmp_path / "missing",)).task_ns is None
+
+
+def test_the_root_cgroup_usage_reads_as_v1_nanoseconds_or_v2_microseconds() -> None:
+    assert parse_cgroup_usage("174989780182\n") == 174989780182
+    v2 = "usage_usec 8129467\nuser_usec 5617211\nsystem_usec 2512256\nnr_periods 0\n"
+    assert parse_cgroup_usage(v2) == 8129467000
+    for bad in ("", "user_usec 5\nsystem_usec 6\n", "many numbers here"):
+        with pytest.raises(ValueError):
+            parse_cgroup_usage(bad)
 
 
 def test_read_sample_without_proc_stat_is_none_and_without_loadavg_has_no_load(tmp_path: Path) -> None:
@@ -181,6 +201,32 @@ def test_a_plain_url_has_no_stack_and_a_machine_without_proc_no_state() -> None:
     assert got.runner is not None and got.runner.stack_cores is None
     assert got.runner.outside_cores == pytest.approx(1.0 - 0.25)
     assert run_with_runner_state(lambda: result, sample=lambda: None).runner is None
+
+
+def test_other_processes_are_counted_in_the_accounting_of_the_stack_and_driver() -> None:
+    # A closed-loop HTTP round on 2 cores beside a neighbour using 0.5 cores, as a kernel
+    # that charges soft interrupts to the task they interrupt records it: /proc/stat has
+    # 1.03 cores of processes and 0.89 of interrupts; the driver's rusage and the stack's
+    # cgroups have 1.88 between them, interrupts of their packets included; the root cgroup
+    # 2.38. Process time alone would hide the neighbour (1.03 - 1.88 < 0).
+    samples = iter(
+        [
+            sample(0.0, ticks(idle=0, softirq=0), task_ns=0),
+            sample(1.0, ticks(user=103, softirq=89, idle=8), task_ns=2_380_000_000),
+        ]
+    )
+    result = dataclasses.replace(
+        make_round(),
+        client=ClientHealth(cpu_user_s=0.3, cpu_sys_s=0.18),
+        system=SystemCosts({"gw": NodeCosts(1_400_000_000, 0, 0)}, 1, 1.0),
+    )
+    runner = run_with_runner_state(lambda: result, sample=lambda: next(samples)).runner
+    assert runner is not None
+    assert runner.task_cores == pytest.approx(2.38)
+    assert runner.process_cores - runner.own_cores < 0
+    assert runner.outside_cores == pytest.approx(0.5)
+    without_cgroup = dataclasses.replace(runner, task_cores=None)
+    assert without_cgroup.outside_cores == 0.0  # what /proc/stat alone can say
 
 
 def test_outside_cores_never_go_below_zero() -> None:
