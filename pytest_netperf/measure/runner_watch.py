@@ -51,7 +51,7 @@ def runner_state(load: MachineLoad, result: RoundResult) -> RunnerState:
         stack_cores=stack_cores(result, load.span_s),
         started_at=load.started_at,
         task_cores=load.task_cores,
-        runtime_cores=load.runtime_cores,
+        system_cores=load.system_cores,
     )
 
 

@@ -54,9 +54,9 @@ class RunnerSummary:
     busy_cores: float
     #: Rounds whose stack under test's CPU was read and taken out (a plain URL's is not).
     stack_rounds: int
-    #: The container runtime's processes (the stack's logs, the plugin's calls), mean over
-    #: the rounds that read them; counted as the test's, not as other processes.
-    runtime_cores: float = 0.0
+    #: The kernel's threads and the container runtime's processes (packet work, the stack's
+    #: logs), mean over the rounds that read them; counted as the test's, not as other processes.
+    system_cores: float = 0.0
 
     def describe(self) -> str:
         """``runner: 2 cores, steal 0.0%, load 3.1, other processes 0.62 cores (max 1.10) during the rounds``,
@@ -66,8 +66,11 @@ class RunnerSummary:
             f"{RUNNER_KEY}: {self.cores} cores, steal {self.steal_share:.1%}{load}, other processes "
             f"{self.other_cores:.2f} cores (max {self.other_cores_max:.2f}) during the rounds"
         )
-        if self.runtime_cores >= RUNTIME_NOTE_CORES:
-            text += f", besides the container runtime's {self.runtime_cores:.2f} (the stack's logs, stats calls)"
+        if self.system_cores >= SYSTEM_NOTE_CORES:
+            text += (
+                f", besides {self.system_cores:.2f} of kernel threads and the container runtime "
+                "(packet work, the stack's logs)"
+            )
         if self.stack_rounds < self.rounds:
             unread = self.rounds - self.stack_rounds
             text += (
@@ -81,8 +84,8 @@ class RunnerSummary:
         return asdict(self)
 
 
-#: The container runtime's CPU is named in the note from this many cores on.
-RUNTIME_NOTE_CORES = 0.05
+#: The kernel threads' and container runtime's CPU is named in the note from this many cores on.
+SYSTEM_NOTE_CORES = 0.05
 
 
 def runner_summary(rounds: Sequence[RoundResult]) -> Optional[RunnerSummary]:
@@ -93,7 +96,7 @@ def runner_summary(rounds: Sequence[RoundResult]) -> Optional[RunnerSummary]:
     test = [state.own_cores + overlapping_own_cores(state, states) for state in states]
     other = [outside_cores_beside(state, states) for state in states]
     loads = [state.load_avg_1m for state in states if state.load_avg_1m is not None]
-    runtimes = [state.runtime_cores for state in states if state.runtime_cores is not None]
+    systems = [state.system_cores for state in states if state.system_cores is not None]
     return RunnerSummary(
         rounds=len(states),
         cores=max(state.cores for state in states),
@@ -105,7 +108,7 @@ def runner_summary(rounds: Sequence[RoundResult]) -> Optional[RunnerSummary]:
         interrupt_cores=statistics.fmean(state.interrupt_cores for state in states),
         busy_cores=statistics.fmean(state.busy_cores for state in states),
         stack_rounds=sum(state.stack_cores is not None for state in states),
-        runtime_cores=statistics.fmean(runtimes) if runtimes else 0.0,
+        system_cores=statistics.fmean(systems) if systems else 0.0,
     )
 
 

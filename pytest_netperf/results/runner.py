@@ -46,10 +46,11 @@ class RunnerState:
     #: in a task's context included, as in the stack's cgroups and the driver's rusage); None
     #: where it could not be read, and in results written before it was recorded.
     task_cores: Optional[float] = None
-    #: The container runtime's processes (dockerd, containerd and its shims, ...): they write
-    #: the stack's logs and answer the plugin's calls, so they count as the test's own; None
-    #: where they could not be read.
-    runtime_cores: Optional[float] = None
+    #: The kernel's threads (packet work moved to ``ksoftirqd``, ``kworker``) and the container
+    #: runtime's processes (``dockerd`` writing the stack's logs, answering the plugin's
+    #: calls): work for the test that no cgroup of its stack holds, so not other processes;
+    #: None where they could not be read.
+    system_cores: Optional[float] = None
 
     @property
     def busy_cores(self) -> float:
@@ -68,9 +69,9 @@ class RunnerState:
         :attr:`task_cores` where recorded: the driver's and stack's own figures include the
         soft interrupts of their packets, which ``/proc/stat`` counts apart from process time
         (on a closed-loop HTTP round, 0.9 of 2 cores: other processes' CPU vanished under it).
-        The container runtime's processes (:attr:`runtime_cores`) are not other processes."""
+        The kernel's threads and the container runtime (:attr:`system_cores`) are not other processes."""
         machine = self.task_cores if self.task_cores is not None else self.process_cores
-        return max(0.0, machine - self.own_cores - (self.runtime_cores or 0.0))
+        return max(0.0, machine - self.own_cores - (self.system_cores or 0.0))
 
 
 def overlapping_own_cores(state: RunnerState, others: Sequence[RunnerState]) -> float:

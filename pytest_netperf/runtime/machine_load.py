@@ -10,11 +10,12 @@ CPU usage and a process's rusage charge the soft interrupts run in a task's cont
 task: on this project's VM a loopback HTTP load measured 1.99 cores in the root cgroup against
 1.60 of process time plus 0.39 of interrupts in ``/proc/stat``. What the test's own stack and
 driver used (their cgroups, their rusage) is only comparable with the root cgroup's usage,
-which is read where it can be (:data:`ROOT_CGROUP_USAGE`). The container runtime's own
-processes (:data:`CONTAINER_RUNTIME_PROCESSES`: they write the containers' logs and answer the
-plugin's stats calls, work for the stack under test that no container's cgroup holds) are read
-apart (:func:`read_runtime_ticks`): an nginx that logs every request to stdout kept ``dockerd``
-at 0.25 cores during closed-loop rounds.
+which is read where it can be (:data:`ROOT_CGROUP_USAGE`). The kernel's threads
+and the container runtime's processes (:data:`CONTAINER_RUNTIME_PROCESSES`) are read apart
+(:func:`read_system_ticks`): they do work for the stack under test that no container's cgroup
+holds. An nginx that logs every request to stdout kept ``dockerd`` at 0.25 cores during
+closed-loop rounds; a balancer that opens a connection per request moved packet work to
+``ksoftirqd`` (an idle runner measured 0.5-0.85 cores of "other processes" without them).
 
 The counters are machine-wide and the same under cgroup v1 and v2; inside a container they
 are the host's unless the runtime virtualises ``/proc``. A kernel that does not count steal
@@ -105,9 +106,9 @@ class MachineSample:
     load_1m: Optional[float]
     #: The root cgroup's cumulative task CPU time in nanoseconds (None where it cannot be read).
     task_ns: Optional[int] = None
-    #: User and system clock ticks of each container runtime process by PID (None where
-    #: ``/proc`` cannot be listed).
-    runtime_ticks: Optional[Mapping[int, int]] = None
+    #: User and system clock ticks of each kernel thread and container runtime process by PID
+    #: (None where ``/proc`` cannot be listed).
+    system_ticks: Optional[Mapping[int, int]] = None
 
 
 @dataclass(frozen=True)
@@ -129,9 +130,9 @@ class MachineLoad:
     #: All tasks' CPU in the cgroups' accounting (soft interrupts run in a task's context
     #: included); None where the root cgroup's usage could not be read in both samples.
     task_cores: Optional[float] = None
-    #: The container runtime's processes (:data:`CONTAINER_RUNTIME_PROCESSES`); None where
-    #: they could not be read in both samples.
-    runtime_cores: Optional[float] = None
+    #: The kernel's threads and the container runtime's processes; None where they could not
+    #: be read in both samples.
+    system_cores: Optional[float] = None
 
     @property
     def busy_cores(self) -> float:
@@ -196,19 +197,23 @@ def clock_ticks_per_s() -> int:
         return 100
 
 
-def parse_pid_stat(text: str) -> tuple[str, int]:
-    """A process's ``comm`` and its user plus system clock ticks from the text of
-    ``/proc/PID/stat``; ValueError when it does not parse."""
+#: ``PF_KTHREAD`` in the flags of ``/proc/PID/stat``: the process is a kernel thread.
+KERNEL_THREAD_FLAG = 0x00200000
+
+
+def parse_pid_stat(text: str) -> tuple[str, bool, int]:
+    """A process's ``comm``, whether it is a kernel thread, and its user plus system clock
+    ticks, from the text of ``/proc/PID/stat``; ValueError (or IndexError) when it does not parse."""
     start, end = text.index("("), text.rindex(")")
     fields = text[end + 2 :].split()
-    return text[start + 1 : end], int(fields[11]) + int(fields[12])
+    return text[start + 1 : end], bool(int(fields[6]) & KERNEL_THREAD_FLAG), int(fields[11]) + int(fields[12])
 
 
-def read_runtime_ticks(
+def read_system_ticks(
     proc: Path = PROC, names: frozenset[str] = CONTAINER_RUNTIME_PROCESSES
 ) -> Optional[dict[int, int]]:
-    """Clock ticks of the processes named in ``names`` by PID, now; None where ``proc`` cannot
-    be listed. A process that ends while it is read is left out."""
+    """Clock ticks of the kernel's threads and of the processes named in ``names``, by PID,
+    now; None where ``proc`` cannot be listed. A process that ends while it is read is left out."""
     try:
         pids = [int(entry) for entry in os.listdir(proc) if entry.isdigit()]
     except OSError:
@@ -216,10 +221,11 @@ def read_runtime_ticks(
     ticks: dict[int, int] = {}
     for pid in pids:
         try:
-            comm, used = parse_pid_stat((proc / str(pid) / "stat").read_text(encoding="ascii", errors="replace"))
+            stat = (proc / str(pid) / "stat").read_text(encoding="ascii", errors="replace")
+            comm, kernel_thread, used = parse_pid_stat(stat)
         except (OSError, ValueError, IndexError):
             continue
-        if comm in names:
+        if kernel_thread or comm in names:
             ticks[pid] = used
     return ticks
 
@@ -248,7 +254,7 @@ def read_sample(
         cpu=cpu,
         load_1m=load,
         task_ns=read_task_ns(usage_paths),
-        runtime_ticks=read_runtime_ticks(proc),
+        system_ticks=read_system_ticks(proc),
     )
 
 
@@ -267,11 +273,11 @@ def machine_load(before: MachineSample, after: MachineSample) -> Optional[Machin
     task_cores = None
     if before.task_ns is not None and after.task_ns is not None and after.task_ns >= before.task_ns:
         task_cores = (after.task_ns - before.task_ns) / 1e9 / span
-    runtime_cores = None
-    if before.runtime_ticks is not None and after.runtime_ticks is not None:
+    system_cores = None
+    if before.system_ticks is not None and after.system_ticks is not None:
         # a process started meanwhile counts from zero; one that ended is not counted
-        ticks = sum(max(0, used - before.runtime_ticks.get(pid, 0)) for pid, used in after.runtime_ticks.items())
-        runtime_cores = ticks / clock_ticks_per_s() / span
+        ticks = sum(max(0, used - before.system_ticks.get(pid, 0)) for pid, used in after.system_ticks.items())
+        system_cores = ticks / clock_ticks_per_s() / span
 
     return MachineLoad(
         started_at=before.wall,
@@ -282,5 +288,5 @@ def machine_load(before: MachineSample, after: MachineSample) -> Optional[Machin
         steal_share=max(0, after.cpu.steal - before.cpu.steal) / total,
         load_1m=after.load_1m,
         task_cores=task_cores,
-        runtime_cores=runtime_cores,
+        system_cores=system_cores,
     )

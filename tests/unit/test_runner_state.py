@@ -29,8 +29,8 @@ from pytest_netperf.runtime.machine_load import (
     parse_loadavg,
     parse_pid_stat,
     parse_proc_stat,
-    read_runtime_ticks,
     read_sample,
+    read_system_ticks,
 )
 
 #: A 2-CPU VM's /proc/stat (columns: user nice system idle iowait irq softirq steal guest guest_nice).
@@ -127,39 +127,50 @@ def test_read_sample_reads_the_files_it_is_given(tmp_path: Path) -> None:
     assert read_sample(tmp_path / "stat", tmp_path / "loadavg", usage_paths=(tmp_path / "missing",)).task_ns is None
 
 
-def pid_stat(comm: str, utime: int, stime: int) -> str:
-    """A ``/proc/PID/stat`` line with ``comm`` and the given user and system ticks."""
-    return f"42 ({comm}) S 1 42 42 0 -1 4194560 100 0 0 0 {utime} {stime} 0 0 20 0 12 0 300 0 0\n"
+USER_PROCESS_FLAGS = 4194560  # PF_RANDOMIZE | PF_SUPERPRIV... as a user process shows them
+KERNEL_THREAD_FLAGS = 69238880  # ksoftirqd's: PF_KTHREAD among them
 
 
-def test_a_process_stat_gives_its_name_and_ticks_even_with_parentheses_in_the_name() -> None:
-    assert parse_pid_stat(pid_stat("dockerd", 120, 30)) == ("dockerd", 150)
-    assert parse_pid_stat(pid_stat("a (weird) name", 1, 2)) == ("a (weird) name", 3)
+def pid_stat(comm: str, utime: int, stime: int, flags: int = USER_PROCESS_FLAGS) -> str:
+    """A ``/proc/PID/stat`` line with ``comm``, ``flags`` and the given user and system ticks."""
+    return f"42 ({comm}) S 1 42 42 0 -1 {flags} 100 0 0 0 {utime} {stime} 0 0 20 0 12 0 300 0 0\n"
+
+
+def test_a_process_stat_gives_its_name_kind_and_ticks_even_with_parentheses_in_the_name() -> None:
+    assert parse_pid_stat(pid_stat("dockerd", 120, 30)) == ("dockerd", False, 150)
+    assert parse_pid_stat(pid_stat("a (weird) name", 1, 2)) == ("a (weird) name", False, 3)
+    assert parse_pid_stat(pid_stat("ksoftirqd/1", 0, 7, KERNEL_THREAD_FLAGS)) == ("ksoftirqd/1", True, 7)
     with pytest.raises((ValueError, IndexError)):
         parse_pid_stat("garbage")
 
 
-def test_the_container_runtime_processes_are_read_by_name_from_proc(tmp_path: Path) -> None:
-    for pid, comm, utime in ((10, "dockerd", 500), (11, "containerd-shim", 20), (12, "nginx", 900), (13, "runc", 1)):
+def test_kernel_threads_and_the_container_runtime_are_read_from_proc(tmp_path: Path) -> None:
+    processes = (
+        (10, "dockerd", 500, USER_PROCESS_FLAGS),
+        (11, "containerd-shim", 20, USER_PROCESS_FLAGS),
+        (12, "nginx", 900, USER_PROCESS_FLAGS),
+        (13, "runc", 1, USER_PROCESS_FLAGS),
+        (14, "ksoftirqd/0", 30, KERNEL_THREAD_FLAGS),
+        (15, "stress-ng", 800, USER_PROCESS_FLAGS),
+    )
+    for pid, comm, utime, flags in processes:
         (tmp_path / str(pid)).mkdir()
-        (tmp_path / str(pid) / "stat").write_text(pid_stat(comm, utime, 0))
-    (tmp_path / "14").mkdir()  # ended while read: no stat
+        (tmp_path / str(pid) / "stat").write_text(pid_stat(comm, utime, 0, flags))
+    (tmp_path / "16").mkdir()  # ended while read: no stat
     (tmp_path / "self").mkdir()
-    assert read_runtime_ticks(tmp_path) == {10: 500, 11: 20, 13: 1}
-    assert read_runtime_ticks(tmp_path / "missing") is None
+    assert read_system_ticks(tmp_path) == {10: 500, 11: 20, 13: 1, 14: 30}
+    assert read_system_ticks(tmp_path / "missing") is None
 
 
-def test_the_container_runtime_counts_what_its_processes_used_between_samples() -> None:
+def test_the_machines_own_work_counts_what_its_processes_used_between_samples() -> None:
     hz = clock_ticks_per_s()
     cpu_before, cpu_after = ticks(idle=0), ticks(user=100, idle=100)
-    before = MachineSample(at=0.0, wall=0.0, cpu=cpu_before, load_1m=None, runtime_ticks={10: 500, 11: 20})
+    before = MachineSample(at=0.0, wall=0.0, cpu=cpu_before, load_1m=None, system_ticks={10: 500, 11: 20})
     # dockerd used hz/4 ticks, the shim that ended is not counted, a new shim counts from zero
-    after = MachineSample(
-        at=1.0, wall=1.0, cpu=cpu_after, load_1m=None, runtime_ticks={10: 500 + hz // 4, 15: hz // 10}
-    )
+    after = MachineSample(at=1.0, wall=1.0, cpu=cpu_after, load_1m=None, system_ticks={10: 500 + hz // 4, 15: hz // 10})
     load = machine_load(before, after)
-    assert load is not None and load.runtime_cores == pytest.approx((hz // 4 + hz // 10) / hz)
-    assert machine_load(dataclasses.replace(before, runtime_ticks=None), after).runtime_cores is None
+    assert load is not None and load.system_cores == pytest.approx((hz // 4 + hz // 10) / hz)
+    assert machine_load(dataclasses.replace(before, system_ticks=None), after).system_cores is None
 
 
 def test_the_root_cgroup_usage_reads_as_v1_nanoseconds_or_v2_microseconds() -> None:
@@ -267,7 +278,7 @@ def test_other_processes_are_counted_in_the_accounting_of_the_stack_and_driver()
     without_cgroup = dataclasses.replace(runner, task_cores=None)
     assert without_cgroup.outside_cores == 0.0  # what /proc/stat alone can say
     # dockerd writing the stack's access logs is the test's own work, not a neighbour
-    assert dataclasses.replace(runner, runtime_cores=0.25).outside_cores == pytest.approx(0.25)
+    assert dataclasses.replace(runner, system_cores=0.25).outside_cores == pytest.approx(0.25)
 
 
 def test_outside_cores_never_go_below_zero() -> None:
@@ -315,21 +326,21 @@ def test_rounds_loaded_together_do_not_count_each_other_as_other_processes() -> 
     assert summary is not None and summary.other_cores == pytest.approx(0.8)
 
 
-def test_the_container_runtime_is_the_tests_own_and_named_in_the_note() -> None:
+def test_kernel_threads_and_the_container_runtime_are_the_tests_own_and_named_in_the_note() -> None:
     # two rounds loaded together: the runtime's use is machine-wide, taken out once per round
-    head = dataclasses.replace(state(process=1.5, driver=0.3, stack=0.4, started=100.0, span=2.0), runtime_cores=0.3)
+    head = dataclasses.replace(state(process=1.5, driver=0.3, stack=0.4, started=100.0, span=2.0), system_cores=0.3)
     base = dataclasses.replace(head)
     summary = runner_summary([with_state(head), with_state(base)])
     assert summary is not None
     assert summary.other_cores == 0.0  # 1.5 - 1.4 - 0.3 < 0
-    alone = dataclasses.replace(state(process=1.5, driver=0.3, stack=0.4), runtime_cores=0.25)
+    alone = dataclasses.replace(state(process=1.5, driver=0.3, stack=0.4), system_cores=0.25)
     summary = runner_summary([with_state(alone)])
-    assert summary is not None and summary.other_cores == pytest.approx(0.55) and summary.runtime_cores == 0.25
+    assert summary is not None and summary.other_cores == pytest.approx(0.55) and summary.system_cores == 0.25
     assert summary.describe().endswith(
-        "other processes 0.55 cores (max 0.55) during the rounds, besides the container runtime's 0.25 "
-        "(the stack's logs, stats calls)"
+        "other processes 0.55 cores (max 0.55) during the rounds, besides 0.25 of kernel threads and the "
+        "container runtime (packet work, the stack's logs)"
     )
-    assert "container runtime" not in runner_summary([with_state(state(1.0, 0.3, 0.2))]).describe()
+    assert "kernel threads" not in runner_summary([with_state(state(1.0, 0.3, 0.2))]).describe()
 
 
 def test_without_a_load_average_the_note_leaves_it_out() -> None:
