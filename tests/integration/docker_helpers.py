@@ -131,19 +131,27 @@ netperf_images =
 """
 
 
-def team_repo(path: Path, gate: str) -> Path:
-    """A git repository at ``path`` whose ``main`` holds the team_gateway stack and ``gate`` as
-    test_gate.py; returns the edge's nginx config (change it as a pull request would)."""
+def stack_repo(path: Path, stack: Path, gate: str, ini: str) -> Path:
+    """A git repository at ``path`` whose ``main`` holds a copy of the Compose stack folder
+    ``stack`` (its tests left out), ``gate`` as test_gate.py and ``ini`` as pytest.ini; returns
+    the copied stack's folder (change its files as a pull request would)."""
     import shutil
 
-    shutil.copytree(TEAM_GATEWAY, path / "team_gateway", ignore=shutil.ignore_patterns("test_*.py"))
-    (path / "pytest.ini").write_text(TEAM_INI)
+    copied = path / stack.name
+    shutil.copytree(stack, copied, ignore=shutil.ignore_patterns("test_*.py"))
+    (path / "pytest.ini").write_text(ini)
     (path / "test_gate.py").write_text(gate)
     (path / ".gitignore").write_text(".netperf/\nresults.json\n__pycache__/\n")
     git(path, "init", "-q", "-b", "main")
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "base")
-    return path / "team_gateway" / "nginx" / "edge.conf"
+    return copied
+
+
+def team_repo(path: Path, gate: str) -> Path:
+    """A git repository at ``path`` whose ``main`` holds the team_gateway stack and ``gate`` as
+    test_gate.py; returns the edge's nginx config (change it as a pull request would)."""
+    return stack_repo(path, TEAM_GATEWAY, gate, TEAM_INI) / "nginx" / "edge.conf"
 
 
 def skip_without_counting_image(image: str) -> None:

@@ -16,11 +16,10 @@ Real containers through Compose; each run is 3 to 8 rounds of 1 s per side.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
-from docker_helpers import git, skip_without_compose_stack_parts
+from docker_helpers import skip_without_compose_stack_parts, stack_repo
 from pytester_helpers import json_report, netperf_args
 
 pytestmark = pytest.mark.docker
@@ -69,14 +68,7 @@ def needs_docker_compose_and_images() -> None:
 
 def team_repo(pytester: pytest.Pytester, stack: str, gate: str) -> Path:
     """A repository whose ``main`` holds the corpus stack and the gate; returns the stack's folder."""
-    shutil.copytree(CORPUS / stack, pytester.path / stack)
-    (pytester.path / "pytest.ini").write_text(INI)
-    (pytester.path / "test_gate.py").write_text(gate)
-    (pytester.path / ".gitignore").write_text(".netperf/\nresults.json\n__pycache__/\n")
-    git(pytester.path, "init", "-q", "-b", "main")
-    git(pytester.path, "add", "-A")
-    git(pytester.path, "commit", "-q", "-m", "base")
-    return pytester.path / stack
+    return stack_repo(pytester.path, CORPUS / stack, gate, INI)
 
 
 def report(pytester: pytest.Pytester) -> dict:
