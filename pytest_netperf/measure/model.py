@@ -21,7 +21,7 @@ from pytest_netperf.measure.counting_pass import CountingNode
 from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS
 from pytest_netperf.measure.endpoint import WireCounter
 from pytest_netperf.measure.system_costs import CostProbe
-from pytest_netperf.measure.validity import Disturbance, runner_busy, samples_problem
+from pytest_netperf.measure.validity import Disturbance, runner_busy, samples_problem, unevenly_busy
 from pytest_netperf.results.counted import CountedCost
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.verdict import stats
@@ -175,6 +175,16 @@ class Measurement:
                 if why and index not in busy:
                     busy[index] = why if series is self.candidate else f"{series.label}: {why}"
         return busy
+
+    def uneven_rounds(self, other: Series) -> dict[int, str]:
+        """The candidate's rounds whose turn and ``other``'s turn of the same index met
+        different neighbours (measure/validity.py :func:`unevenly_busy`), by round index."""
+        uneven: dict[int, str] = {}
+        for index, (mine, theirs) in enumerate(zip(self.candidate.rounds, other.rounds, strict=False)):
+            why = unevenly_busy(mine, theirs)
+            if why:
+                uneven[index] = why
+        return uneven
 
     def data_problem(self, budget: Budget) -> Optional[str]:
         """Why ``budget`` has no data to be judged on (too few samples, no costs, both sides'

@@ -28,6 +28,7 @@ from pytest_netperf.measure.validity import (
     Disturbance,
     contention_matters,
     disturbance,
+    judged_on_even_pairs,
     left_out_note,
     undecided_on_this_runner,
 )
@@ -140,9 +141,16 @@ class TimedRounds:
             verdict = self._judge(m, b, set(spoiled), look, looks, max_rounds)
             other = m.judged_series(b)
             together = m.design == SIMULTANEOUS  # in turns, each side met neighbours of its own
-            busy = {i: why for i, why in m.busy_rounds(also=None if together else other).items() if i not in spoiled}
+            even_pairs = other is not None and judged_on_even_pairs(b, together)
+            if even_pairs:
+                assert other is not None
+                busy = {i: why for i, why in m.uneven_rounds(other).items() if i not in spoiled}
+            else:
+                busy = {
+                    i: why for i, why in m.busy_rounds(also=None if together else other).items() if i not in spoiled
+                }
             if verdict.status is not Status.PASS and busy and contention_matters(b, other is not None, together):
-                verdict = self._judge_quiet_rounds(m, b, set(spoiled), busy, (look, looks, max_rounds))
+                verdict = self._judge_quiet_rounds(m, b, set(spoiled), busy, (look, looks, max_rounds), even_pairs)
             out[b.text] = verdict
         if len(out) > 1:
             # the same Holm correction as finish(), at this look's level: a FAIL that stops the
@@ -172,20 +180,29 @@ class TimedRounds:
         )
 
     def _judge_quiet_rounds(
-        self, m: Measurement, b: Budget, skip: set[int], busy: dict[int, str], look: tuple[int, int, Optional[int]]
+        self,
+        m: Measurement,
+        b: Budget,
+        skip: set[int],
+        busy: dict[int, str],
+        look: tuple[int, int, Optional[int]],
+        even_pairs: bool = False,
     ) -> stats.Verdict:
         """A wall-clock budget a busy runner can make miss (validity.contention_matters) that did
-        not pass, judged again without the rounds measured while the runner was busy: the quiet
-        rounds decide, and with fewer than
+        not pass, judged again without the rounds measured while the runner was busy (or, for a
+        rate against a side measured in turns, ``even_pairs``: without the pairs of rounds
+        whose turns met different neighbours): the rounds left decide, and with fewer than
         :data:`MIN_KEPT_ROUNDS` of them it is undecided on this runner (never a FAIL the
         neighbours may have caused)."""
         total = len(m.candidate.rounds)
         last = busy[max(busy)]
-        why = f"{len(busy)} of {total} round(s) measured while the runner was busy ({last})"
+        kind = "whose two turns met different neighbours" if even_pairs else "measured while the runner was busy"
+        why = f"{len(busy)} of {total} round(s) {kind} ({last})"
         if total - len(skip) - len(busy) < MIN_KEPT_ROUNDS:
             return undecided_on_this_runner(b, why, self.settings.confidence)
         verdict = self._judge(m, b, skip | set(busy), *look)
-        note = f"judged on the quiet rounds: {why} left out"
+        rest = "alike-contended rounds" if even_pairs else "quiet rounds"
+        note = f"judged on the {rest}: {why} left out"
         return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
 
     def _elapsed(self) -> str:

@@ -192,6 +192,45 @@ def contention_matters(budget: Budget, paired: bool = False, together: bool = Tr
     return budget.metric in CONTENDED_METRICS or metrics.get(budget.metric).family in CONTENDED_FAMILIES
 
 
+#: Rates (throughput, bit and packet rates: a round's mean over a second or more) of two sides
+#: measured in turns: a pair of rounds is left out only when its sides met different
+#: neighbours, other processes apart by at least this share of the cores; an even neighbour
+#: (``busy-neighbor --level light``) slows both turns alike, and leaving out every busy round
+#: there left Envoy's 0.3x throughput regression undecided. Latency and loss react to a
+#: neighbour's bursts, not its average, and keep to the quiet rounds.
+UNEVEN_OUTSIDE_SHARE = 0.125
+#: The families judged on evenly contended pairs of rounds when measured in turns.
+EVEN_PAIR_FAMILIES = frozenset({Family.RATE, Family.BITRATE, Family.PACKET_RATE})
+
+
+def judged_on_even_pairs(budget: Budget, together: bool) -> bool:
+    """Whether ``budget``, against a side measured in turns (``together`` False), is judged on
+    the pairs of rounds whose sides met alike neighbours rather than on the quiet rounds
+    (:data:`EVEN_PAIR_FAMILIES`)."""
+    return (
+        not together
+        and budget.metric not in CONTENDED_METRICS
+        and (metrics.get(budget.metric).family in EVEN_PAIR_FAMILIES)
+    )
+
+
+def unevenly_busy(one: RoundResult, other: RoundResult) -> Optional[str]:
+    """Why two rounds measured in turns met different neighbours (other processes apart by
+    :data:`UNEVEN_OUTSIDE_SHARE` of the cores or more, or one of them under steal), or None
+    when they met alike ones or either reading is missing."""
+    a, b = one.runner, other.runner
+    if a is None or b is None or a.stack_cores is None or b.stack_cores is None:
+        return None
+    apart = abs(a.outside_cores - b.outside_cores)
+    steal = max(a.steal_share, b.steal_share) >= BUSY_STEAL_SHARE
+    if apart < UNEVEN_OUTSIDE_SHARE * max(a.cores, b.cores) and not steal:
+        return None
+    return (
+        f"other processes used {a.outside_cores:.2f} and {b.outside_cores:.2f} of the {a.cores} cores in "
+        f"its two turns{f', steal {max(a.steal_share, b.steal_share):.1%}' if steal else ''}"
+    )
+
+
 def runner_busy(result: RoundResult, overlapping: Sequence[RoundResult] = ()) -> Optional[str]:
     """Why ``result``'s runner was busy (other processes, steal), or None when it was quiet or
     its state is unknown (no reading, or a plain URL's server among the other processes).

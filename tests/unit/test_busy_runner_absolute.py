@@ -15,7 +15,7 @@ from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.measure import runner_watch
 from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
-from pytest_netperf.measure.validity import contention_matters, runner_busy
+from pytest_netperf.measure.validity import contention_matters, judged_on_even_pairs, runner_busy, unevenly_busy
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.results.runner import RunnerState
 from pytest_netperf.verdict.policy import undecided_fails
@@ -169,3 +169,56 @@ def test_a_reference_measured_in_turns_on_a_busy_runner_is_undecided_not_red() -
 
 def test_a_reference_loaded_at_once_shares_the_neighbours_and_is_judged() -> None:
     assert compared("simultaneous").status is Status.FAIL
+
+
+class RateTurnsDriver:
+    """Throughput in turns: the candidate serves ``candidate_rps``, the reference 10k; each
+    side's rounds meet other processes of ``outside[label]`` cores."""
+
+    name = "rust"
+    cpus = None
+
+    def __init__(self, candidate_rps: float, outside: dict[str, float]) -> None:
+        self.candidate_rps, self.outside, self.calls = candidate_rps, outside, 0
+
+    def run(self, url: str, shape: LoadShape) -> RoundResult:
+        self.calls += 1
+        side = "candidate" if url == URL else "reference"
+        rps = (self.candidate_rps if side == "candidate" else 10_000.0) * (1 + 0.01 * (self.calls % 3 - 1))
+        result = make_round(rps=rps, url=url, seed=self.calls)
+        return replace(result, runner=state(outside=self.outside[side], started=100.0 + self.calls))
+
+
+def rate_in_turns(candidate_rps: float, outside: dict[str, float]) -> object:
+    settings = GateSettings(rounds_min=6, rounds_max=6, round_duration_s=0.1, warmup_s=0.0, design="alternate")
+    driver = RateTurnsDriver(candidate_rps, outside)
+    g = Gate("t.py::test", [parse_budget("rps >= 0.7x reference")], settings, driver_factory=lambda n, r: driver)
+    g.compare(URL, "http://10.0.0.3/")
+    (outcome,) = g.finish()
+    return outcome
+
+
+def test_a_throughput_regression_in_turns_beside_an_even_neighbour_fails() -> None:
+    # busy-neighbor --level light: both turns of every pair beside 0.5 cores of other work
+    # (Envoy's one request per upstream connection, 0.3x, was undecided there before)
+    outcome = rate_in_turns(3_000.0, {"candidate": 0.5, "reference": 0.5})
+    assert outcome.status is Status.FAIL and outcome.verdict.n_rounds == 6
+    assert rate_in_turns(10_000.0, {"candidate": 0.5, "reference": 0.5}).status is Status.PASS
+
+
+def test_a_throughput_miss_whose_turns_met_different_neighbours_is_undecided() -> None:
+    outcome = rate_in_turns(3_000.0, {"candidate": 1.2, "reference": 0.05})
+    assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.n_rounds == 0
+    assert "6 of 6 round(s) whose two turns met different neighbours" in outcome.verdict.undecidable
+    assert "other processes used 1.20 and 0.05 of the 2 cores in its two turns" in outcome.verdict.undecidable
+
+
+def test_what_counts_as_turns_met_alike() -> None:
+    alike = unevenly_busy(replace(make_round(), runner=state(0.5)), replace(make_round(), runner=state(0.7)))
+    assert alike is None  # 0.2 apart: under an eighth of 2 cores
+    assert unevenly_busy(replace(make_round(), runner=state(0.5)), replace(make_round(), runner=state(0.8)))
+    assert unevenly_busy(replace(make_round(), runner=state(0.0, steal=0.06)), replace(make_round(), runner=state(0.0)))
+    assert unevenly_busy(make_round(), replace(make_round(), runner=state(1.5))) is None, "no reading"
+    assert judged_on_even_pairs(parse_budget("rps >= 0.9x reference"), together=False)
+    assert not judged_on_even_pairs(parse_budget("p90 <= 1.1x reference"), together=False)
+    assert not judged_on_even_pairs(parse_budget("rps >= 0.9x reference"), together=True)
