@@ -29,8 +29,8 @@ DRIVERS = HTTP_DRIVER_NAMES
 #: the budget, else warn); warn; pass.
 INCONCLUSIVE_POLICIES = POLICIES
 FINGERPRINT_POLICIES = ("new", "warn", "fail")
-#: Text settings kept as given (a git ref is case-sensitive).
-CASE_SENSITIVE_SETTINGS = ("base",)
+#: Text settings kept as given (a git ref is case-sensitive, a reason is the user's words).
+CASE_SENSITIVE_SETTINGS = ("base", "accept_regression")
 PATH_SETTINGS = ("baseline_dir", "json_path", "markdown_path", "report_dir", "html_path")
 #: ``driver_cpus`` words besides an explicit cpuset.
 DRIVER_CPUS_AUTO = "auto"
@@ -101,6 +101,11 @@ SETTING_HELP: dict[str, str] = {
     "driver_cpus": "cores of the load driver (the Rust driver, Locust, the driver container): auto (default: "
     "its own cores, away from the system under test, where this machine has 4 or more; all of them below), "
     "all (no pinning), or a cpuset such as 0-1 or 0,2",
+    "accept_regression": "accept the regressions of this run with a reason: a budget that FAILs is ACCEPTED (shown as "
+    "ACCEPTED with the reason, counted, warned about; the test passes); INVALID and INCONCLUSIVE are never "
+    "accepted. REASON, or SCOPE: REASON where SCOPE is a test (test_name or a node id), a quoted budget "
+    "('p50 < 1ms') or both. Default: the environment variable NETPERF_ACCEPT (empty: nothing accepted). "
+    "A Netperf-Accept: trailer of the HEAD commit accepts the same way",
     "strict": "a netperf-marked test that would be skipped for a netperf reason (Docker unreachable, an image "
     "missing) fails instead, so a merge gate cannot pass by not running; default: on when the environment "
     "variable CI is true (1, true, yes, on), off otherwise; --no-netperf-strict turns it off",
@@ -130,6 +135,7 @@ class Settings(GateSettings):
     accept_failed_baseline: bool = False
     record_missing: bool = False
     strict: bool = False
+    accept_regression: str = ""
     driver_cpus: str = defaults.DRIVER_CPUS
 
     @classmethod

@@ -7,7 +7,9 @@ per-round metric values in readable form (``values``; latencies in ns) and the f
 rounds (:meth:`RoundResult.to_dict`, histograms included) so that a baseline can be
 re-analysed later. ``values`` is derived from the rounds and ignored when reading.
 Pending results of a run whose budgets FAILed or were INVALID say why under
-``not_a_baseline``; no baseline is written from them unless the user accepts it.
+``not_a_baseline``; no baseline is written from them unless the user accepts it. Results
+of a run with ACCEPTED budgets (an intended regression) say which and why under
+``accepted_regression``, and so does the baseline written from them.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional
 
 from pytest_netperf.baseline import schema
-from pytest_netperf.baseline.schema import FORMAT_VERSION, NOT_A_BASELINE_KEY
+from pytest_netperf.baseline.schema import ACCEPTED_REGRESSION_KEY, FORMAT_VERSION, NOT_A_BASELINE_KEY
 from pytest_netperf.budget import metrics
 from pytest_netperf.errors import BaselineError
 from pytest_netperf.results.counted import CountedCost
@@ -77,6 +79,10 @@ class Baseline:
     #: INVALID), or None; set on pending results, refused by every baseline write unless
     #: the user accepts it explicitly.
     not_a_baseline: Optional[str] = None
+    #: The budgets of the run that FAILed and were accepted as an intended regression (ACCEPTED),
+    #: with the reason and where it was given; None for a run without any. Kept when the
+    #: results become the baseline: the stored file says it came from an accepted regression.
+    accepted_regression: Optional[str] = None
     #: The file this baseline was read from (None when it was measured now).
     source: Optional[Path] = field(default=None, compare=False)
 
@@ -125,6 +131,7 @@ class Baseline:
             "metric_units": {m: metrics.get(m).unit for m in metrics.stored_names()},
             "series": {name: _series_to_dict(s) for name, s in self.series.items()},
             **({NOT_A_BASELINE_KEY: self.not_a_baseline} if self.not_a_baseline else {}),
+            **({ACCEPTED_REGRESSION_KEY: self.accepted_regression} if self.accepted_regression else {}),
         }
 
     @classmethod
@@ -142,6 +149,7 @@ class Baseline:
             driver_version=doc.get("driver_version"),
             fingerprint=dict(doc["fingerprint"] or {}),
             not_a_baseline=doc.get(NOT_A_BASELINE_KEY) or None,
+            accepted_regression=doc.get(ACCEPTED_REGRESSION_KEY) or None,
             source=source,
         )
 

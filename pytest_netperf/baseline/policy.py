@@ -34,6 +34,7 @@ from pytest_netperf.errors import BaselineError, NetperfError
 from pytest_netperf.measure.model import BaselineLookup, Measurement, series_name
 from pytest_netperf.measure.outcomes import MISSING_BASELINE_NOTE, BudgetOutcome
 from pytest_netperf.runtime.machine_speed import Calibration, session_calibration
+from pytest_netperf.verdict.acceptance import ACCEPTED_NOTE_PREFIX, accepted_note
 from pytest_netperf.verdict.estimators import ratio_problem
 from pytest_netperf.verdict.status import Status
 
@@ -44,6 +45,7 @@ RECORD_MISSING_OPTION = "--netperf-record-missing-baselines"
 #: The option that lets :data:`UPDATE_OPTION` write the baseline of a run that failed.
 ACCEPT_FAILED_OPTION = "--netperf-accept-failed-baseline"
 #: Verdicts that make a run nobody's baseline (a broken run is never anybody's reference).
+#: ACCEPTED is not among them: a FAIL accepted as an intended regression may be the new baseline.
 BROKEN_STATUSES = (Status.FAIL, Status.INVALID)
 
 
@@ -60,6 +62,21 @@ def not_a_baseline(outcomes: Iterable[BudgetOutcome]) -> Optional[str]:
         return None
     where = {o.measurement: "" if o.measurement == "default" else f" [{o.measurement}]" for o in broken}
     return "; ".join(f"budget '{o.budget.text}'{where[o.measurement]} was {o.status}" for o in broken)
+
+
+def accepted_regression(outcomes: Iterable[BudgetOutcome]) -> Optional[str]:
+    """The ACCEPTED budgets of a run and what accepted them, or None: ``budget 'p50 < 1ms':
+    FAIL accepted as an intended regression by --netperf-accept: slower TLS``. Recorded with
+    the run's results and the baseline written from them."""
+    accepted = [o for o in outcomes if o.status is Status.ACCEPTED]
+    if not accepted:
+        return None
+    parts = []
+    for o in accepted:
+        where = "" if o.measurement == "default" else f" [{o.measurement}]"
+        why = accepted_note(o.accepted_by) if o.accepted_by is not None else ACCEPTED_NOTE_PREFIX
+        parts.append(f"budget '{o.budget.text}'{where}: {why}")
+    return "; ".join(dict.fromkeys(parts))
 
 
 @dataclass
@@ -281,7 +298,8 @@ class BaselinePolicy:
         outcomes: Sequence[BudgetOutcome] = (),
     ) -> Recorded:
         """Keep the run's series as pending results, marked nobody's baseline when a budget of
-        ``outcomes`` FAILed or was INVALID (:func:`not_a_baseline`); :meth:`write` writes it."""
+        ``outcomes`` FAILed or was INVALID (:func:`not_a_baseline`; an ACCEPTED budget does not
+        count), and with the regressions accepted (:func:`accepted_regression`); :meth:`write` writes it."""
         series = {series_name(m.key, s.label): SeriesRecord.from_measured(s) for m in measurements for s in m.series()}
         fingerprint = {**machine_fingerprint(image_digests), CLASS_KEY: self.machine_class}
         calibration = self.speed()  # pending results are promoted as they are: they carry it too
@@ -289,6 +307,7 @@ class BaselinePolicy:
             fingerprint[CALIBRATION_KEY] = calibration.to_dict()
         recorded = Recorded(Baseline.new(test_id, series, fingerprint, repo_dir=repo_dir))
         recorded.record.not_a_baseline = not_a_baseline(outcomes)
+        recorded.record.accepted_regression = accepted_regression(outcomes)
         try:
             self.store.save_pending(recorded.record)
         except BaselineError as exc:
@@ -327,12 +346,18 @@ class BaselinePolicy:
 
 def note_written_baseline(outcomes: Sequence[BudgetOutcome], path: Path) -> None:
     """NEW rows of an update run: the baseline exists now, so do not ask for an update. A
-    budget that FAILed against the old baseline: this run's change is the baseline now."""
+    budget that FAILed against the old baseline, or was ACCEPTED: this run's change is the
+    baseline now."""
     for outcome in outcomes:
         if outcome.status is Status.FAIL and outcome.budget.comparison == "baseline":
             outcome.notes.append(
                 f"this run wrote the baseline to {path.parent.name}/{path.name}: "
                 "the change is accepted as the new baseline"
+            )
+        if outcome.status is Status.ACCEPTED:
+            outcome.notes.append(
+                f"this run wrote the baseline to {path.parent.name}/{path.name}: "
+                "the accepted regression is the new baseline (the file records why)"
             )
         if outcome.status is Status.NEW:
             kept = [n for n in outcome.notes if UPDATE_OPTION not in n]

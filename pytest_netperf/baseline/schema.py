@@ -44,6 +44,9 @@ def counted_section(body: dict[str, Any]) -> tuple[str, Any]:
 
 #: Top-level key of pending results whose run FAILed or was INVALID: why they are nobody's baseline.
 NOT_A_BASELINE_KEY = "not_a_baseline"
+#: Top-level key of results whose run had ACCEPTED budgets: which, by whom and why (the
+#: baseline written from them says it came from an accepted regression).
+ACCEPTED_REGRESSION_KEY = "accepted_regression"
 #: Top-level keys every document has.
 REQUIRED_KEYS = ("format_version", "test_id", "created_at", "fingerprint", "series")
 #: Fingerprint keys with a known type (others are kept as they are).
@@ -90,7 +93,7 @@ def _check_document(doc: Any) -> None:
         raise _Invalid("", f"missing key(s) {', '.join(missing)}")
     _expect_text(doc["test_id"], "test_id", empty=False)
     _expect_text(doc["created_at"], "created_at")
-    for key in ("git_commit", "plugin_version", "driver_version", NOT_A_BASELINE_KEY):
+    for key in ("git_commit", "plugin_version", "driver_version", NOT_A_BASELINE_KEY, ACCEPTED_REGRESSION_KEY):
         if doc.get(key) is not None:
             _expect_text(doc[key], key)
     _check_fingerprint(doc["fingerprint"])

@@ -157,6 +157,8 @@ def _diff_one(old: Optional[Baseline], new: Baseline, out: Printer) -> None:
         return
     out(f"  stored   {old.created_at} commit {(old.git_commit or '-')[:10]}")
     out(f"  last run {new.created_at} commit {(new.git_commit or '-')[:10]}")
+    if new.accepted_regression:
+        out(f"  last run accepted a regression: {new.accepted_regression}")
     for difference in compare_fingerprints(old.fingerprint, new.fingerprint):
         out(f"  machine differs: {difference}")
     speed = _speed_line(old, new)
@@ -219,7 +221,9 @@ def update(
     store: BaselineStore, test_ids: Sequence[str], promote_all: bool, out: Printer = print, accept_failed: bool = False
 ) -> int:
     """Promote pending results to stored baselines; those of a run whose budgets FAILed or
-    were INVALID only with ``accept_failed`` (``--accept-failed``)."""
+    were INVALID only with ``accept_failed`` (``--accept-failed``). A run whose only failures
+    were ACCEPTED (an intended regression, ``--netperf-accept``) needs no flag; its baseline
+    records what was accepted and why, and the line after its path says so."""
     if bool(test_ids) == promote_all:
         _err("baseline update: name test ids or pass --all (not both)")
         return 2
@@ -233,8 +237,19 @@ def update(
         return 1
     for path in written:
         out(f"updated {path}")
+        accepted = _accepted_regression(store, path)
+        if accepted:
+            out(f"  from an accepted regression: {accepted}")
     out(f"{len(written)} baseline(s) updated; commit them with your change")
     return 0
+
+
+def _accepted_regression(store: BaselineStore, path: Path) -> Optional[str]:
+    """What the baseline written to ``path`` says of the regression its run accepted, if any."""
+    try:
+        return store.read(path).accepted_regression
+    except BaselineError:  # just written: only a concurrent writer could break it
+        return None
 
 
 def prune(

@@ -2,7 +2,8 @@
 
 From a measurement's verdicts (or the lack of them) each budget gets PASS, FAIL,
 INCONCLUSIVE, INVALID (no data, errors where none are allowed) or NEW (nothing to compare
-with); :func:`corrected` then applies Holm over the test's judged budgets.
+with); :func:`corrected` then applies Holm over the test's judged budgets, and
+:func:`accepted` turns a FAIL the user accepted into ACCEPTED.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pytest_netperf.measure.model import BASE_LABEL, Measurement
 from pytest_netperf.measure.system_costs import closed_loop_note
 from pytest_netperf.measure.validity import left_out_note
 from pytest_netperf.verdict import stats
+from pytest_netperf.verdict.acceptance import Acceptance, accepted_note, accepted_status
 from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
 from pytest_netperf.verdict.status import Status
 
@@ -35,6 +37,8 @@ class BudgetOutcome:
     verdict: Optional[stats.Verdict]
     notes: list[str] = field(default_factory=list)
     reference_label: str = ""
+    #: The acceptance that made a FAIL ACCEPTED (:func:`accepted`), else None.
+    accepted_by: Optional[Acceptance] = None
 
     def __post_init__(self) -> None:
         self.status = Status.parse(self.status)
@@ -175,4 +179,18 @@ def corrected(
             rounds = o.verdict.n_rounds if o.verdict else "?"
             unit = "repetitions of the counting pass" if metrics.get(o.budget.metric).counted else "rounds"
             o.notes.append(f"inconclusive after {rounds} {unit}; policy: {inconclusive_policy}")
+    return outcomes
+
+
+def accepted(outcomes: Sequence[BudgetOutcome], acceptances: Sequence[Acceptance]) -> list[BudgetOutcome]:
+    """``outcomes`` with every FAIL that an acceptance covers made ACCEPTED, the reason and
+    the source in its notes (:func:`~pytest_netperf.verdict.acceptance.accepted_status`);
+    INVALID, INCONCLUSIVE and the rest stay as they are."""
+    outcomes = list(outcomes)
+    for o in outcomes:
+        status, by = accepted_status(o.status, o.test_id, o.budget, acceptances)
+        if by is not None:
+            o.status = status
+            o.accepted_by = by
+            o.notes.insert(0, accepted_note(by))
     return outcomes

@@ -30,6 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_HELP)
     plugin = NetperfPlugin(config, settings_from_config(config), image_overrides(config))
     plugin.check_base_revision()  # a usage error before collection, before any stack starts
+    plugin.load_acceptances()  # a malformed --netperf-accept or Netperf-Accept: trailer, likewise
     config.stash[SESSION_KEY] = plugin
     config.pluginmanager.register(plugin, PLUGIN_NAME)
     for module, name in (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
@@ -11,6 +12,7 @@ import pytest
 from pytest_netperf import defaults
 from pytest_netperf.images.resolve import is_image_reference
 from pytest_netperf.images.roles import ROLES
+from pytest_netperf.revision.trailers import head_trailers
 from pytest_netperf.settings import (
     PATH_SETTINGS,
     SETTING_HELP,
@@ -18,6 +20,14 @@ from pytest_netperf.settings import (
     Settings,
     resolve_driver_cpus,
     strict_default,
+)
+from pytest_netperf.verdict.acceptance import (
+    ACCEPT_ENV,
+    ACCEPT_INI,
+    ACCEPT_TRAILER,
+    Acceptance,
+    AcceptanceError,
+    parse_acceptance,
 )
 
 
@@ -34,6 +44,8 @@ class Option:
     #: The option's and ini key's former names, still accepted (``cost-requests``, 0.1).
     former: Optional[str] = None
     former_ini: Optional[str] = None
+    #: An environment variable that is the option's default (read before the ini key; empty: unset).
+    env: Optional[str] = None
 
     @property
     def dest(self) -> str:
@@ -93,7 +105,10 @@ OPTIONS = (
     Option("locust-workers-timeout", "locust_workers_timeout_s", "netperf_locust_workers_timeout"),
     Option("driver-cpus", "driver_cpus", "netperf_driver_cpus"),
     Option("strict", "strict", "netperf_strict", flag=True, negatable=True),
+    Option("accept", "accept_regression", ACCEPT_INI, env=ACCEPT_ENV),
 )
+#: The option that accepts this run's regressions (:mod:`pytest_netperf.verdict.acceptance`).
+ACCEPT = next(option for option in OPTIONS if option.setting == "accept_regression")
 IMAGE_OPTION = "--netperf-image"
 IMAGE_INI = "netperf_images"
 
@@ -140,21 +155,15 @@ def settings_from_config(config: pytest.Config) -> Settings:
     raw: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for option in OPTIONS:
-        value = config.getoption(option.dest)
-        from_ini = False
-        ini = option.ini
-        if value is None and ini:
-            value = config.getini(ini) or None
-            if value is None and option.former_ini:
-                ini = option.former_ini
-                value = config.getini(ini) or None
-            from_ini = value is not None
-        if value is None:
+        given = option_value(config, option)
+        if given is None:
             continue
-        if option.setting in PATH_SETTINGS and from_ini and config.inipath is not None:
+        value, source = given
+        if option.setting in PATH_SETTINGS and source.startswith("ini ") and config.inipath is not None:
             value = config.inipath.parent / str(value)  # ini paths are relative to the ini file
         raw[option.setting] = value
-        sources[option.setting] = f"ini {ini}" if from_ini else f"--netperf-{option.suffix}"
+        sources[option.setting] = source
+    option_acceptance(config)  # a malformed reason is a usage error naming where it was given
     raw.setdefault("baseline_dir", config.rootpath / defaults.BASELINE_DIR)
     sources.setdefault("baseline_dir", f"--netperf-baseline-dir (default {defaults.BASELINE_DIR})")
     raw.setdefault("strict", strict_default())
@@ -167,6 +176,44 @@ def settings_from_config(config: pytest.Config) -> Settings:
         raise pytest.UsageError(f"pytest-netperf: {exc}") from exc
     check_paths(settings, sources)
     return settings
+
+
+def option_value(config: pytest.Config, option: Option) -> Optional[tuple[Any, str]]:
+    """(value, where it came from) of one option: the command line, else its environment
+    variable (not empty), else its ini key (or the key's former name); None when unset."""
+    value = config.getoption(option.dest)
+    if value is not None:
+        return value, f"--netperf-{option.suffix}"
+    if option.env and os.environ.get(option.env, "").strip():
+        return os.environ[option.env], option.env
+    for ini in (option.ini, option.former_ini):
+        if ini and config.getini(ini):
+            return config.getini(ini), f"ini {ini}"
+    return None
+
+
+def option_acceptance(config: pytest.Config) -> Optional[Acceptance]:
+    """The acceptance of ``--netperf-accept`` (or ``NETPERF_ACCEPT``, or the ini key), None
+    when none is given; a UsageError naming where it was given and the text when malformed."""
+    given = option_value(config, ACCEPT)
+    if given is None:
+        return None
+    try:
+        return parse_acceptance(str(given[0]), given[1])
+    except AcceptanceError as exc:
+        raise pytest.UsageError(f"pytest-netperf: {exc}") from None
+
+
+def trailer_acceptances(repository: Path) -> list[Acceptance]:
+    """The acceptances of the ``Netperf-Accept:`` trailers of the HEAD commit of the repository
+    holding ``repository`` (none without git or a repository); a UsageError naming the trailer,
+    the commit and the text when one is malformed."""
+    found = head_trailers(repository, ACCEPT_TRAILER)
+    source = f"trailer {ACCEPT_TRAILER} of commit {found.commit}"
+    try:
+        return [parse_acceptance(value, source) for value in found.values]
+    except AcceptanceError as exc:
+        raise pytest.UsageError(f"pytest-netperf: {exc}") from None
 
 
 def user_names(sources: dict[str, str]) -> dict[str, str]:

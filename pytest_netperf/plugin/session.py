@@ -33,9 +33,10 @@ from pytest_netperf.errors import (
     RevisionError,
 )
 from pytest_netperf.measure.gate import DriverFactory, Gate
-from pytest_netperf.measure.outcomes import BudgetOutcome
+from pytest_netperf.measure.outcomes import BudgetOutcome, accepted
 from pytest_netperf.plugin.markers import MARKER, MarkerOptions, marker_budgets, marker_options
-from pytest_netperf.plugin.notices import NetperfInconclusiveWarning, record_warning
+from pytest_netperf.plugin.notices import NetperfAcceptedWarning, NetperfInconclusiveWarning, record_warning
+from pytest_netperf.plugin.options import option_acceptance, trailer_acceptances
 from pytest_netperf.plugin.skips import UnchangedSkip
 from pytest_netperf.plugin.tracebacks import cut_plugin_frames, plain_message, raised_within
 from pytest_netperf.plugin.user_hooks import run_machine_class, user_facts
@@ -46,6 +47,7 @@ from pytest_netperf.report.session_report import HTML_NAME, SessionReport
 from pytest_netperf.revision.git import repo_root, resolve
 from pytest_netperf.runtime.commands import LocalRunner
 from pytest_netperf.settings import Settings, resolve_driver_cpus, strict_default
+from pytest_netperf.verdict.acceptance import Acceptance, accepted_note
 from pytest_netperf.verdict.calibration import NoiseFloor, estimate_noise, load_noise, noise_path, save_noise
 from pytest_netperf.verdict.status import Status
 
@@ -111,6 +113,15 @@ class NetperfPlugin:
         self._aa_pairs: list[tuple[list[Any], list[Any]]] = []  # rounds of --netperf-calibrate
         #: The session's Locust master (workers attach once and serve every round); closed at the end.
         self.locust_sessions = SessionPool()
+        #: What accepts this run's regressions (:meth:`load_acceptances`): a covered FAIL is ACCEPTED.
+        self.acceptances: list[Acceptance] = []
+
+    def load_acceptances(self) -> None:
+        """``--netperf-accept`` (or ``NETPERF_ACCEPT``, or the ini key) and the ``Netperf-Accept:``
+        trailers of the HEAD commit of the repository under test; a malformed one is a usage
+        error before anything starts."""
+        option = option_acceptance(self.config)
+        self.acceptances = [*([option] if option is not None else []), *trailer_acceptances(self.config.rootpath)]
 
     def check_base_revision(self) -> None:
         """``--netperf-base REF`` names a commit of the repository: said before anything starts
@@ -275,9 +286,18 @@ class NetperfPlugin:
         baseline = item.stash.get(STASH_BASELINE, None)
         if baseline is not None and gate.image_digests():
             gate.notes.extend(self.baselines.fingerprint_notes(baseline, gate.image_digests(), images_only=True))
-        outcomes = gate.finish()
+        outcomes = accepted(gate.finish(), self.acceptances)  # a FAIL the user accepted is ACCEPTED
         note_unmeasured_base(outcomes, gate.measurements, self.settings.base)
         item.stash[STASH_OUTCOMES] = outcomes
+        for outcome in outcomes:  # never silently green: one warning per accepted budget
+            if outcome.accepted_by is not None:
+                where = "" if outcome.measurement == "default" else f" [{outcome.measurement}]"
+                record_warning(
+                    self.config,
+                    f"{item.nodeid}: ACCEPTED '{outcome.budget.text}'{where}: {accepted_note(outcome.accepted_by)}",
+                    item,
+                    category=NetperfAcceptedWarning,
+                )
         refused = self._user_facts(item, gate)  # before the rows are made (pytest_runtest_makereport)
         not_written: Optional[BaselineError] = None
         try:
@@ -456,11 +476,27 @@ class NetperfPlugin:
             terminalreporter.write_line(self.report.terminal_table(verbose=verbose))
         for line in self.report.notes:
             terminalreporter.write_line(f"netperf: {line}")
+        for line in self._acceptance_lines():
+            terminalreporter.write_line(f"netperf: {line}")
         for path in written:
             terminalreporter.write_line(f"netperf: wrote {path}")
         for problem in problems:  # a report that cannot be written is a warning, never a verdict
             terminalreporter.write_line(f"netperf: {problem}")
             record_warning(self.config, problem)
+
+    def _acceptance_lines(self) -> list[str]:
+        """One line per acceptance of the run: the budgets it made ACCEPTED, or that it
+        accepted nothing (no FAIL it covers; a scope that names no test reads the same)."""
+        lines = []
+        for acceptance in self.acceptances:
+            note = accepted_note(acceptance)
+            made = sum(1 for row in self.report.rows if note in row.notes)
+            if made:
+                noun = "budget" if made == 1 else "budgets"
+                lines.append(f"{made} {noun} ACCEPTED by {acceptance.describe()}")
+            else:
+                lines.append(f"{acceptance.describe()}: accepted nothing (no FAIL it covers)")
+        return lines
 
 
 def _netperf_skip_reason(call: pytest.CallInfo[None]) -> Optional[str]:

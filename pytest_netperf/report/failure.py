@@ -18,6 +18,7 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.measure.model import BASE_LABEL
 from pytest_netperf.report.counted import outcome_notes
 from pytest_netperf.report.runner_state import runner_note
+from pytest_netperf.verdict.acceptance import ACCEPT_ENV, ACCEPT_OPTION, ACCEPT_TRAILER
 from pytest_netperf.verdict.policy import undecided_fails
 from pytest_netperf.verdict.status import Status
 
@@ -106,6 +107,11 @@ def next_steps(bad: Sequence[BudgetOutcome], policy: str, context: FailureContex
         steps.append(f"intended? accept this run's results: {accept} (or rerun with {UPDATE_OPTION})")
     if Status.FAIL in statuses and len(stored) < len(bad):
         steps.append("intended? loosen the budget in @pytest.mark.netperf(...); otherwise fix the regression")
+    if Status.FAIL in statuses:
+        steps.append(
+            f"an intended regression? accept it with a reason: {ACCEPT_OPTION} 'REASON' ({ACCEPT_ENV} in CI, "
+            f"or a '{ACCEPT_TRAILER}: REASON' trailer in the commit message); it shows as ACCEPTED"
+        )
     undecided = [o for o in bad if o.status is Status.INCONCLUSIVE]
     if any(not metrics.get(o.budget.metric).counted for o in undecided):
         cap = f" (max {context.rounds_max})" if context.rounds_max else ""

@@ -19,8 +19,8 @@ from pytest_netperf.atomic_file import write_text_atomic
 from pytest_netperf.report.rows import ReportRow, as_rows, describe_facts, summary_line, verdict_rank
 from pytest_netperf.verdict.status import Status
 
-#: Verdicts that open a test's section and colour its rows.
-_BAD = {Status.FAIL.value, Status.INVALID.value, Status.INCONCLUSIVE.value}
+#: Verdicts that open a test's section (an ACCEPTED regression is shown, never folded away).
+_BAD = {Status.FAIL.value, Status.INVALID.value, Status.INCONCLUSIVE.value, Status.ACCEPTED.value}
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#1b1f24;max-width:1400px}
 h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px}
@@ -29,6 +29,7 @@ th,td{border:1px solid #d0d7de;padding:4px 8px;text-align:left;vertical-align:to
 th{background:#f6f8fa} td.num{text-align:right;font-variant-numeric:tabular-nums}
 .v{font-weight:600;white-space:nowrap} .PASS{background:#dafbe1} .FAIL{background:#ffd8d3}
 .INVALID{background:#fff1c2} .INCONCLUSIVE{background:#fdeed9} .NEW{background:#ddf4ff}
+.ACCEPTED{background:#eee0ff}
 .meta{color:#57606a} code{font-size:13px} details{margin:6px 0}
 summary{cursor:pointer;font-weight:600} ul{margin:4px 0 8px}
 img{max-width:100%;border:1px solid #d0d7de;margin:6px 8px 6px 0}

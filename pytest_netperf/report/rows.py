@@ -15,7 +15,7 @@ from pytest_netperf.report.load_workers import LOAD_WORKERS_FACT, workers_fact
 from pytest_netperf.report.runner_state import RUNNER_KEY, runner_json, runner_note
 from pytest_netperf.report.system_costs import SYSTEM_FACT, costs_fact, costs_json
 from pytest_netperf.report.transport import TRANSPORT_FACT, transport_fact, transport_json
-from pytest_netperf.verdict.status import SUMMARY_ORDER, WORST_FIRST, Status
+from pytest_netperf.verdict.status import SUMMARY_ORDER, SUMMARY_WHEN_PRESENT, WORST_FIRST, Status
 
 if TYPE_CHECKING:
     from pytest_netperf.budget.grammar import Budget
@@ -83,9 +83,12 @@ def counts(rows: Iterable[Any]) -> dict[str, int]:
 
 
 def summary_line(rows: Iterable[Any]) -> str:
-    """``3 passed, 1 failed, 0 inconclusive, 0 invalid, 1 new``."""
+    """``3 passed, 1 failed, 0 inconclusive, 0 invalid, 1 new``; with an accepted regression
+    ``3 passed, 0 failed, 1 accepted, 0 inconclusive, 0 invalid, 1 new`` (``accepted`` is
+    counted only when a row is ACCEPTED: a run without acceptance reads as it always did)."""
     n = counts(rows)
-    return ", ".join(f"{n[status.value]} {status.word}" for status in SUMMARY_ORDER)
+    shown = [s for s in SUMMARY_ORDER if s not in SUMMARY_WHEN_PRESENT or n[s.value]]
+    return ", ".join(f"{n[status.value]} {status.word}" for status in shown)
 
 
 def overall_verdict(rows: Iterable[Any]) -> Optional[Status]:

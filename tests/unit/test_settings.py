@@ -77,7 +77,8 @@ def test_none_means_default_and_ini_strings_are_converted() -> None:
         ),
         (
             {"round_secs": 3},
-            "unknown netperf setting 'round_secs'; known: accept_failed_baseline, base, base_skip_unchanged",
+            "unknown netperf setting 'round_secs'; known: accept_failed_baseline, accept_regression, base, "
+            "base_skip_unchanged",
         ),
     ],
 )
