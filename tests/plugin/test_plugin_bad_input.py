@@ -268,7 +268,10 @@ def test_a_machines_first_run_records_its_baseline_and_the_next_is_judged(
     written = Path(line.split(": ", 2)[2])
     stamp = written.stat().st_mtime_ns
     second = run(pytester, "--netperf-record-missing-baselines")
-    second.stdout.fnmatch_lines(["*p50 <= 5x baseline*baseline*PASS*"])
+    # judged against the baseline: PASS, or on a busy runner undecided with 2 rounds (green)
+    (judged,) = [x for x in second.stdout.lines if "p50 <= 5x baseline" in x]
+    assert " baseline " in judged and (" PASS " in judged or " INCONCLUSIVE " in judged), judged
+    assert second.ret == pytest.ExitCode.OK
     assert "baseline written" not in second.stdout.str()
     assert written.stat().st_mtime_ns == stamp
     pytester.makepyfile(test_gate=GATE.replace('"p50 < 50ms"', '"p50 < 1ns"'))
