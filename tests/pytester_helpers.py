@@ -25,3 +25,20 @@ def netperf_args(rounds: int, max_rounds: int, duration: str, warmup: str, *more
 def json_report(pytester: pytest.Pytester, name: str = "results.json") -> dict:
     """The JSON report (``--netperf-json=name``) the run wrote in the pytester folder."""
     return json.loads((pytester.path / name).read_text())
+
+
+def too_busy(row: dict) -> bool:
+    """Whether ``row`` (a JSON report row) was left undecided because the runner was too busy
+    for it: the gate's honest answer on a busy machine, green under the default policy."""
+    return row["verdict"] == "INCONCLUSIVE" and "too busy" in " ".join(row["notes"])
+
+
+def caught(result: pytest.RunResult, row: dict) -> bool:
+    """A regression's row: True when it FAILed and the run is red; False when the runner was too
+    busy to decide it (:func:`too_busy`, e.g. beside busy-neighbor); anything else (a PASS, an
+    undecided verdict on a quiet runner) fails the calling test."""
+    if row["verdict"] == "FAIL":
+        assert result.ret == 1, result.stdout.str()[-3000:]
+        return True
+    assert too_busy(row), row
+    return False
