@@ -129,9 +129,10 @@ class NetperfPlugin:
         if not self.settings.base:
             return
         try:
-            resolve(repo_root(self.config.rootpath), self.settings.base)
+            resolved = resolve(repo_root(self.config.rootpath), self.settings.base)
         except RevisionError as exc:
             raise pytest.UsageError(str(exc)) from None
+        self.report.base = f"{resolved.ref} ({resolved.short})"  # the Markdown report's first line
 
     # ----------------------------------------------------------------- collection
     @pytest.hookimpl(wrapper=True)

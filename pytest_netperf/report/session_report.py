@@ -32,6 +32,9 @@ class SessionReport:
     plots: dict[str, list[str]] = field(default_factory=dict)
     #: The machine class of the run (named in the HTML report's header).
     machine_class: str = ""
+    #: The base revision the gates compared against (``origin/main (a1b2c3d)``), for the
+    #: Markdown report's first line; empty without ``--netperf-base``.
+    base: str = ""
     results: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     #: Called with the JSON document before it is written (may add keys to it).
@@ -74,10 +77,10 @@ class SessionReport:
         """
         say = warn or _warn
         written: list[Path] = []
-        md = markdown.markdown(self.rows)
+        md = markdown.markdown(self.rows, base=self.base)
         targets: tuple[tuple[Optional[Path], Callable[[Path], Path]], ...] = (
             (self.json_path, lambda p: json_report.write_json(self.rows, self.results, p, self.amend_json)),
-            (self.markdown_path, lambda p: markdown.write_markdown(self.rows, p)),
+            (self.markdown_path, lambda p: markdown.write_markdown(self.rows, p, base=self.base)),
             (self.html_path, self._write_html),
         )
         for path, write in targets:

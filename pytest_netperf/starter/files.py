@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import configparser
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,11 +20,20 @@ from pytest_netperf.atomic_file import write_text_atomic
 from pytest_netperf.starter import render
 from pytest_netperf.starter.survey import InitError
 
-#: The CI systems ``netperf init`` writes a job for, and where.
-CI_FILES = {
-    "github": ".github/workflows/netperf.yml",
-    "gitlab": "ci/netperf.gitlab-ci.yml",
+#: The CI systems ``netperf init`` writes jobs for: where, and what (GitHub: the gates with a
+#: read-only token, and the workflow that posts their report as the pull request's comment).
+CI_FILES: dict[str, tuple[tuple[str, Callable[[render.StarterPlan], str]], ...]] = {
+    "github": (
+        (render.GITHUB_WORKFLOW_FILE, render.github_workflow),
+        (render.GITHUB_COMMENT_WORKFLOW_FILE, render.github_comment_workflow),
+    ),
+    "gitlab": (("ci/netperf.gitlab-ci.yml", render.gitlab_job),),
 }
+
+
+def ci_paths(name: str) -> tuple[str, ...]:
+    """The files ``netperf init`` writes for the CI system ``name``."""
+    return tuple(path for path, _ in CI_FILES[name])
 
 
 _PYPROJECT_SECTION = re.compile(r"(?m)^\s*\[tool\.pytest\.ini_options\]")
@@ -70,9 +79,7 @@ def plan_files(root: Path, plan: render.StarterPlan, ci: Sequence[str], force: b
     """The files to write for ``plan`` under ``root``; InitError naming every file that exists
     and would be overwritten without ``force``."""
     wanted = [(plan.test_module, render.test_module(plan))]
-    wanted += [
-        (CI_FILES[name], (render.github_workflow if name == "github" else render.gitlab_job)(plan)) for name in ci
-    ]
+    wanted += [(path, renderer(plan)) for name in ci for path, renderer in CI_FILES[name]]
     planned: list[PlannedFile] = []
     existing: list[str] = []
     for path, text in wanted:
@@ -98,8 +105,16 @@ def plan_files(root: Path, plan: render.StarterPlan, ci: Sequence[str], force: b
             "netperf init would overwrite " + ", ".join(existing) + "; nothing was written "
             "(pass --force to replace them, or move them away first)"
         )
+    if "github" in ci:
+        gates, comment = ci_paths("github")
+        notes.append(
+            f"GitHub: {gates} runs the gates with a read-only token (fork pull requests too) and keeps the "
+            f"reports as the artifact `{render.ARTIFACT}`; {comment} posts them as one pull-request comment, "
+            "edited on each run. GitHub starts it only once it is on the default branch: merge both there first. "
+            f"The label {render.ACCEPT_LABEL} on a pull request accepts its regressions (ACCEPTED, not FAIL)"
+        )
     if "gitlab" in ci:
-        notes.append(f"GitLab: add `include: [{{local: {CI_FILES['gitlab']}}}]` to .gitlab-ci.yml")
+        notes.append(f"GitLab: add `include: [{{local: {ci_paths('gitlab')[0]}}}]` to .gitlab-ci.yml")
     return FilePlan(tuple(planned), tuple(notes))
 
 

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pytest_netperf.report.markdown import COMMENT_MARKER
 from pytest_netperf.starter.routes import Route, choose_routes
 from pytest_netperf.starter.survey import ServiceSurvey, StackSurvey
 
@@ -24,6 +25,20 @@ GITHUB_MACHINE_CLASS = "gha-ubuntu-latest"
 GITLAB_MACHINE_CLASS = "gitlab-runner"
 #: Where the reports go (the CI jobs keep this folder as their artifact).
 REPORT_DIR = "netperf-report"
+#: The Markdown report (the pull-request comment) in REPORT_DIR.
+REPORT_MARKDOWN = "netperf.md"
+#: The GitHub workflow that runs the gates (read-only) and the one that posts its comment.
+GITHUB_WORKFLOW_NAME = "netperf"
+GITHUB_WORKFLOW_FILE = ".github/workflows/netperf.yml"
+GITHUB_COMMENT_WORKFLOW_FILE = ".github/workflows/netperf-comment.yml"
+#: The artifact that carries the reports from the one to the other, and the pull request's number in it.
+ARTIFACT = "netperf"
+PR_NUMBER_FILE = "pr-number"
+#: The pull-request label that accepts a regression, and how the gate hears of it (NETPERF_ACCEPT: the reason).
+ACCEPT_LABEL = "netperf:accept-regression"
+ACCEPT_EXPRESSION = (
+    f"${{{{ contains(github.event.pull_request.labels.*.name, '{ACCEPT_LABEL}') && 'label {ACCEPT_LABEL}' || '' }}}}"
+)
 _IDENTIFIER = re.compile(r"[^0-9a-zA-Z_]+")
 
 
@@ -203,7 +218,7 @@ def ini_settings() -> dict[str, str]:
         "netperf_round_duration": "2",
         "netperf_report_dir": REPORT_DIR,
         "netperf_json": f"{REPORT_DIR}/netperf.json",
-        "netperf_markdown": f"{REPORT_DIR}/netperf.md",
+        "netperf_markdown": f"{REPORT_DIR}/{REPORT_MARKDOWN}",
         "netperf_html": f"{REPORT_DIR}/netperf.html",
     }
 
@@ -286,7 +301,9 @@ def _image_steps(plan: StarterPlan, indent: str, set_env: Callable[[str, str], s
 
 def github_workflow(plan: StarterPlan) -> str:
     """``.github/workflows/netperf.yml``: base against head on every pull request that touches
-    the stack, the report as the job summary, a pull-request comment and an artifact."""
+    the stack, the report as the job summary and, with the pull request's number, as the
+    artifact that :func:`github_comment_workflow` posts. A read-only token is enough, so a
+    fork's pull request runs it as any other; adding or removing the accept label re-runs it."""
     watched = [plan.compose_path, *[f"{folder}/**" for folder in plan.watched], f"{plan.tests_dir}/**"]
     github_env: Callable[[str, str], str] = lambda name, value: f'echo "{name}={value}" >> "$GITHUB_ENV"'  # noqa: E731
     image_lines = _image_steps(plan, "          ", github_env)
@@ -296,14 +313,23 @@ def github_workflow(plan: StarterPlan) -> str:
                 "# Performance gate for pull requests that change the stack, written by `netperf init`:",
                 "# the pull request's head and its base branch are stood up side by side on the runner and",
                 "# measured in the same rounds. A red result blocks the merge where this check is required.",
-                "name: netperf",
+                "# This workflow only reads: it keeps the reports and the pull request's number as the",
+                f"# artifact `{ARTIFACT}`, and {GITHUB_COMMENT_WORKFLOW_FILE} (which may write) posts them as",
+                "# one comment, so a fork's pull request, whose token is read-only, gets its comment too.",
+                f"# The label {ACCEPT_LABEL} accepts a regression: a failing budget is reported",
+                "# ACCEPTED with the label as the reason (adding or removing it runs the gates again).",
+                f"name: {GITHUB_WORKFLOW_NAME}",
                 "on:",
                 "  pull_request:",
+                "    types: [opened, synchronize, reopened, labeled, unlabeled]",
                 f"    paths: [{', '.join(_quoted(path) for path in watched)}]",
                 "",
                 "permissions:",
                 "  contents: read",
-                "  pull-requests: write   # the comment",
+                "",
+                "concurrency:            # a newer push or label change replaces a run still measuring",
+                "  group: netperf-${{ github.event.pull_request.number }}",
+                "  cancel-in-progress: true",
                 "",
                 "jobs:",
                 "  netperf:",
@@ -326,25 +352,125 @@ def github_workflow(plan: StarterPlan) -> str:
                 "        run: |",
                 *image_lines,
                 "      - name: base against head",
+                "        env:",
+                f"          # the label {ACCEPT_LABEL} turns a FAIL into ACCEPTED, with this reason",
+                f"          NETPERF_ACCEPT: {ACCEPT_EXPRESSION}",
                 "        run: >-",
                 f"          python -m pytest -m netperf {plan.tests_dir}",
                 '          --netperf-base "origin/${GITHUB_BASE_REF}"',
                 f"          --netperf-machine-class {GITHUB_MACHINE_CLASS}",
                 "        # the markdown report is also added to the job summary ($GITHUB_STEP_SUMMARY)",
-                "      - name: comment on the pull request",
-                f"        if: always() && hashFiles('{REPORT_DIR}/netperf.md') != ''",
+                "      - name: the pull request's number, for the comment",
+                "        if: always()",
                 "        env:",
-                "          GH_TOKEN: ${{ github.token }}",
-                "        run: >-",
-                '          gh pr comment "${{ github.event.pull_request.number }}"'
-                f" --body-file {REPORT_DIR}/netperf.md --edit-last",
-                '          || gh pr comment "${{ github.event.pull_request.number }}"'
-                f" --body-file {REPORT_DIR}/netperf.md",
+                "          PR_NUMBER: ${{ github.event.pull_request.number }}",
+                "        run: |",
+                f"          mkdir -p {REPORT_DIR}",
+                f'          echo "$PR_NUMBER" > {REPORT_DIR}/{PR_NUMBER_FILE}',
                 "      - if: always()",
                 "        uses: actions/upload-artifact@v4",
                 "        with:",
-                "          name: netperf",
+                f"          name: {ARTIFACT}",
                 f"          path: {REPORT_DIR}/",
+                "          retention-days: 30",
+            ]
+        )
+        + "\n"
+    )
+
+
+def github_comment_workflow(plan: StarterPlan) -> str:
+    """``.github/workflows/netperf-comment.yml``: when a run of :func:`github_workflow` ends,
+    its artifact's Markdown report becomes the pull request's netperf comment, one per pull
+    request: the comment holding :data:`COMMENT_MARKER` is edited, or one is added.
+
+    It runs from the default branch with a token that may write to pull requests and runs
+    nothing of the pull request: it reads the artifact, and posts only when the pull request's
+    head is still the commit that run measured (so the number in the artifact cannot point
+    the comment at another pull request, and an older run cannot replace a newer report)."""
+    del plan  # the same for every stack
+    script = [
+        "const fs = require('fs');",
+        "const marker = process.env.NETPERF_MARKER;",
+        "const run = context.payload.workflow_run;",
+        f"const folder = '{REPORT_DIR}';",
+        f"const numberFile = `${{folder}}/{PR_NUMBER_FILE}`;",
+        "const number = fs.existsSync(numberFile) ? Number(fs.readFileSync(numberFile, 'utf8').trim()) : NaN;",
+        "if (!Number.isInteger(number) || number <= 0) {",
+        "  core.setFailed(`no pull request number in the ${process.env.NETPERF_ARTIFACT} artifact`);",
+        "  return;",
+        "}",
+        "const { data: pull } = await github.rest.pulls.get({ ...context.repo, pull_number: number });",
+        "if (pull.head.sha !== run.head_sha) {",
+        "  core.notice(`#${number} is at ${pull.head.sha} now; this report is of ${run.head_sha}: not posted`);",
+        "  return;",
+        "}",
+        f"const report = `${{folder}}/{REPORT_MARKDOWN}`;",
+        "let body = fs.existsSync(report)",
+        "  ? fs.readFileSync(report, 'utf8')",
+        "  : `### netperf: no report\\n\\n[The run](${run.html_url}) ended (${run.conclusion}) without one.\\n`;",
+        "const limit = 65000;  // a comment holds 65,536 characters",
+        "if (body.length > limit) {",
+        "  body = body.slice(0, body.lastIndexOf('\\n', limit - 300)) +",
+        "    `\\n\\n… cut to fit a comment: the whole report is in the artifact of [the run](${run.html_url}).\\n`;",
+        "}",
+        "if (!body.includes(marker)) body += `\\n${marker}\\n`;",
+        "const comments = await github.paginate(github.rest.issues.listComments, {",
+        "  ...context.repo, issue_number: number, per_page: 100,",
+        "});",
+        "const previous = comments.find((c) => c.user && c.user.type === 'Bot' && (c.body || '').includes(marker));",
+        "if (previous) {",
+        "  await github.rest.issues.updateComment({ ...context.repo, comment_id: previous.id, body });",
+        "  core.info(`updated ${previous.html_url}`);",
+        "} else {",
+        "  const { data: added } = await github.rest.issues.createComment({",
+        "    ...context.repo, issue_number: number, body,",
+        "  });",
+        "  core.info(`added ${added.html_url}`);",
+        "}",
+    ]
+    return (
+        "\n".join(
+            [
+                f"# The pull-request comment of the `{GITHUB_WORKFLOW_NAME}` workflow ({GITHUB_WORKFLOW_FILE}), "
+                "written by `netperf init`.",
+                "# When a run of it ends, its artifact's report becomes one comment on the pull request,",
+                "# edited in place on every later run. This workflow runs from the default branch (merge it",
+                "# there first) with a token that may write to pull requests, also for a fork's pull request;",
+                "# it runs none of the pull request's code: it only reads the artifact.",
+                f"name: {GITHUB_WORKFLOW_NAME} comment",
+                "on:",
+                "  workflow_run:",
+                f"    workflows: [{GITHUB_WORKFLOW_NAME}]",
+                "    types: [completed]",
+                "",
+                "permissions:",
+                f"  actions: read          # the artifact of the {GITHUB_WORKFLOW_NAME} run",
+                "  pull-requests: write   # the comment",
+                "",
+                "jobs:",
+                "  comment:",
+                "    # a cancelled run (replaced by a newer one) or a skipped one leaves the comment as it is",
+                "    if: >-",
+                "      github.event.workflow_run.event == 'pull_request' &&",
+                '      contains(fromJSON(\'["success", "failure"]\'), github.event.workflow_run.conclusion)',
+                "    runs-on: ubuntu-latest",
+                "    timeout-minutes: 5",
+                "    steps:",
+                "      - uses: actions/download-artifact@v4",
+                "        with:",
+                f"          name: {ARTIFACT}",
+                f"          path: {REPORT_DIR}",
+                "          run-id: ${{ github.event.workflow_run.id }}",
+                "          github-token: ${{ github.token }}",
+                "      - name: post or update the comment",
+                "        uses: actions/github-script@v7",
+                "        env:",
+                f"          NETPERF_MARKER: {_quoted(COMMENT_MARKER)}",
+                f"          NETPERF_ARTIFACT: {ARTIFACT}",
+                "        with:",
+                "          script: |",
+                *[f"            {line}" for line in script],
             ]
         )
         + "\n"
@@ -377,6 +503,10 @@ def gitlab_job(plan: StarterPlan) -> str:
                 *_realtime_steps("      ", export),
                 "    - |",
                 *image_lines,
+                f"    # the label {ACCEPT_LABEL} turns a FAIL into ACCEPTED, with this reason (a label",
+                "    # added later counts from the next pipeline: GitLab does not run one for a label)",
+                f'    - case ",$CI_MERGE_REQUEST_LABELS," in *,{ACCEPT_LABEL},*)'
+                f' export NETPERF_ACCEPT="label {ACCEPT_LABEL}";; esac',
                 "    - >-",
                 f"      python -m pytest -m netperf {plan.tests_dir}",
                 '      --netperf-base "origin/$CI_MERGE_REQUEST_TARGET_BRANCH_NAME"',

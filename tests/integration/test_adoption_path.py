@@ -22,6 +22,8 @@ import pytest
 import yaml
 from docker_helpers import git, skip_without_compose_stack_parts
 
+from pytest_netperf.starter import render
+
 pytestmark = pytest.mark.docker
 
 COMPOSE = """\
@@ -54,8 +56,19 @@ server {
 }
 """
 #: The steps of the generated job that run here; the others need GitHub (checkout, Python
-#: setup, the comment, the artifact upload).
-STEPS = ("install pytest-netperf", "container images", "base against head")
+#: setup, the artifact upload; the comment is another workflow, test_starter_ci_scripts.py).
+STEPS = (
+    "install pytest-netperf",
+    "container images",
+    "base against head",
+    "the pull request's number, for the comment",
+)
+#: The pull request's number, and what the steps' ``${{ }}`` expressions are on it (no label).
+PR_NUMBER = "1"
+EXPRESSIONS = {
+    "${{ github.event.pull_request.number }}": PR_NUMBER,
+    render.ACCEPT_EXPRESSION: "",
+}
 #: Seconds one run of the job's steps may take.
 JOB_TIMEOUT_S = 900
 
@@ -105,8 +118,8 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> sub
 
 def run_job(repo: Path, bin_dir: Path, wheel: Path) -> tuple[int, str, float, dict[str, str]]:
     """Run the generated workflow's steps in ``repo`` as GitHub Actions would; (exit status of
-    the first failing step or 0, everything the steps printed, seconds, what the steps handed
-    to later ones through ``$GITHUB_ENV``)."""
+    the gates, or of the first step before them that failed, everything the steps printed,
+    seconds, what the steps handed to later ones through ``$GITHUB_ENV``)."""
     workflow = yaml.safe_load((repo / ".github" / "workflows" / "netperf.yml").read_text())
     steps = {step.get("name"): step for step in workflow["jobs"]["netperf"]["steps"]}
     github_env = repo.parent / f"{repo.name}.github_env"
@@ -114,6 +127,7 @@ def run_job(repo: Path, bin_dir: Path, wheel: Path) -> tuple[int, str, float, di
     github_env.write_text("")
     carried: dict[str, str] = {}
     said: list[str] = []
+    gates_status = 0
     began = time.monotonic()
     for name in STEPS:
         env = _env(
@@ -123,15 +137,18 @@ def run_job(repo: Path, bin_dir: Path, wheel: Path) -> tuple[int, str, float, di
             GITHUB_BASE_REF="main",
             NETPERF_PACKAGE=str(wheel),
             **carried,
+            **{key: EXPRESSIONS[value] for key, value in steps[name].get("env", {}).items()},
         )
         done = _run(["bash", "-e", "-c", steps[name]["run"]], repo, env, JOB_TIMEOUT_S)
+        if name == "base against head":  # the next step runs `if: always()`: go on, keep the status
+            gates_status = done.returncode
         said.append(f"--- {name} (exit {done.returncode})\n{done.stdout}{done.stderr}")
         for line in github_env.read_text().splitlines():
             key, _, value = line.partition("=")
             carried[key] = value
-        if done.returncode != 0:
+        if done.returncode != 0 and name != "base against head":
             return done.returncode, "\n".join(said), time.monotonic() - began, carried
-    return 0, "\n".join(said), time.monotonic() - began, carried
+    return gates_status, "\n".join(said), time.monotonic() - began, carried
 
 
 def test_init_names_what_it_wrote(team: tuple[Path, str]) -> None:
@@ -139,6 +156,7 @@ def test_init_names_what_it_wrote(team: tuple[Path, str]) -> None:
     for path in (
         "tests/netperf/test_netperf_gates.py",
         ".github/workflows/netperf.yml",
+        ".github/workflows/netperf-comment.yml",
         "ci/netperf.gitlab-ci.yml",
         "pytest.ini",
     ):
@@ -160,6 +178,9 @@ def test_an_unchanged_pull_request_is_green_and_a_harmful_one_red(
     rows = json.loads((repo / "netperf-report" / "netperf.json").read_text())["rows"]
     assert len(rows) == 7 and not [r for r in rows if r["verdict"] in ("FAIL", "INVALID")], said[-6000:]
     assert (repo.parent / f"{repo.name}.step_summary").read_text().strip(), "no job summary written"
+    comment = (repo / "netperf-report" / "netperf.md").read_text()  # what the comment workflow posts
+    assert comment.startswith("### ✅ netperf: 7 PASS against ") or comment.startswith("### ❔ netperf: "), comment
+    assert (repo / "netperf-report" / "pr-number").read_text() == f"{PR_NUMBER}\n"
 
     git(repo, "checkout", "-q", "-b", "drop-keepalive", "main")
     conf = repo / "edge" / "default.conf"
@@ -171,6 +192,8 @@ def test_an_unchanged_pull_request_is_green_and_a_harmful_one_red(
     failed = {(r["test_id"].rsplit("::", 1)[-1], r["budget"]) for r in rows if r["verdict"] == "FAIL"}
     assert ("test_edge_cost_per_request", "syscalls_per_request[edge] <= 1.0x base") in failed, said[-6000:]
     assert "connect +1.00" in said, said[-6000:]
+    assert (repo / "netperf-report" / "netperf.md").read_text().startswith("### ❌ netperf: ")
+    assert (repo / "netperf-report" / "pr-number").read_text() == f"{PR_NUMBER}\n"  # kept on a red run too
     record_property("green_s", round(green_s, 1))
     record_property("red_s", round(red_s, 1))
     print(f"adoption path: green pull request {green_s:.0f}s, red pull request {red_s:.0f}s")

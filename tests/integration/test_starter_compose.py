@@ -108,7 +108,11 @@ def team_gateway_plan() -> render.StarterPlan:
     return render.StarterPlan(survey=stack, compose_path="docker-compose.yml", watched=("nginx",))
 
 
-EXAMPLES = {"github-actions.yml": render.github_workflow, "gitlab-ci.yml": render.gitlab_job}
+EXAMPLES = {
+    "github-actions.yml": render.github_workflow,
+    "github-actions-comment.yml": render.github_comment_workflow,
+    "gitlab-ci.yml": render.gitlab_job,
+}
 
 
 def test_the_ci_recipes_in_examples_are_what_init_writes() -> None:

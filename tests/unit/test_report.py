@@ -10,7 +10,7 @@ from netperf_rounds import make_rounds
 
 from pytest_netperf.budget.metrics import format_metric as format_value
 from pytest_netperf.report.json_report import write_json
-from pytest_netperf.report.markdown import append_github_step_summary, markdown, write_markdown
+from pytest_netperf.report.markdown import COMMENT_MARKER, append_github_step_summary, markdown, write_markdown
 from pytest_netperf.report.plots import plot_latency_by_depth, plot_rounds, write_plots
 from pytest_netperf.report.rows import ReportRow, overall_verdict, summary_line
 from pytest_netperf.report.terminal import shorten_test_id, terminal_table
@@ -164,7 +164,7 @@ def test_write_json_has_schema_rows_and_reloadable_results(tmp_path: Path) -> No
     path = write_json(rows(), results, tmp_path / "out" / "netperf.json")
     doc = json.loads(path.read_text())
     assert doc["schema_version"] == 1
-    assert doc["summary"] == {"FAIL": 1, "INVALID": 1, "INCONCLUSIVE": 1, "NEW": 1, "PASS": 1}
+    assert doc["summary"] == {"FAIL": 1, "INVALID": 1, "INCONCLUSIVE": 1, "ACCEPTED": 0, "NEW": 1, "PASS": 1}
     assert [r["verdict"] for r in doc["rows"]] == ["FAIL", "PASS", "INCONCLUSIVE", "NEW", "INVALID"]
     assert doc["rows"][0]["raw"]["p_value"] == 0.004
     stored = doc["results"][GW]["default"]["series"]["candidate"]["rounds"]
@@ -173,13 +173,16 @@ def test_write_json_has_schema_rows_and_reloadable_results(tmp_path: Path) -> No
 
 # ------------------------------------------------------------------ Markdown
 def test_markdown_summary_table_and_details() -> None:
-    md = markdown(rows())
+    md = markdown(rows(), run_url="")
     lines = md.splitlines()
-    assert lines[0] == "### ❌ netperf results"
-    assert "**1 passed, 1 failed, 1 inconclusive, 1 invalid, 1 new**" in lines
+    # the verdict and the counts first, worst first (the comment's layout: test_markdown_comment.py)
+    assert lines[0] == (
+        "### ❌ netperf: 1 FAIL, 1 INVALID, 1 INCONCLUSIVE, 1 NEW, 1 PASS against the reference"
+        " — **NO BASELINE** for 1 of them"
+    )
     table = [line for line in lines if line.startswith("| ") and not line.startswith("| verdict")]
     assert len(table) == len(rows())
-    # Worst first; the passes come last, folded under their own summary.
+    # Worst first, every budget, folded under its own summary.
     assert [line.split(" | ")[0] for line in table] == [
         "| ❌ FAIL",
         "| ⚠️ INVALID",
@@ -187,21 +190,21 @@ def test_markdown_summary_table_and_details() -> None:
         "| 🆕 NEW",
         "| ✅ PASS",
     ]
-    folded = lines.index("<details><summary>1 passing budget</summary>")
-    assert lines.index(table[3]) < folded < lines.index(table[4])
+    folded = lines.index("<details><summary>Every budget (5)</summary>")
+    assert folded < lines.index(table[0]) < lines.index(table[4]) < lines.index("</details>", folded)
     # A pipe inside a cell is escaped, so every row has the same number of cells.
     assert "`tests/test_modes.py::test_throughput[l7-lb\\|x]`" in md
     assert {line.replace("\\|", "").count("|") for line in table} == {8}
-    assert "<details><summary>Details</summary>" in md and md.rstrip().endswith("</details>")
+    assert "<details><summary>Details</summary>" in md and md.rstrip().endswith("</details>\n\n" + COMMENT_MARKER)
     assert "  - driver rust on host; method bootstrap ratio; p = 0.004" in lines
     assert f"  - {NEW_NOTE}" in lines
     assert "PASS -&gt; FAIL" in md
 
 
 def test_markdown_without_rows() -> None:
-    md = markdown([])
-    assert "**0 passed, 0 failed, 0 inconclusive, 0 invalid, 0 new**" in md
-    assert "No budgets were evaluated." in md
+    md = markdown([], run_url="")
+    assert md.splitlines()[0] == "### netperf: no budgets were evaluated"
+    assert md.endswith(COMMENT_MARKER + "\n")
 
 
 def test_write_markdown(tmp_path: Path) -> None:

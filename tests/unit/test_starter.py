@@ -178,6 +178,7 @@ def test_plan_files_refuses_every_existing_file_at_once_and_writes_nothing(tmp_p
     assert [(f.path, f.action) for f in written.files] == [
         ("tests/netperf/test_netperf_gates.py", "create"),
         (".github/workflows/netperf.yml", "replace"),
+        (".github/workflows/netperf-comment.yml", "create"),
         ("pytest.ini", "merge"),
     ]
     files.write_files(tmp_path, written)
