@@ -50,7 +50,10 @@ pub fn minimize_timer_slack() {
 
 /// Switch the calling thread to SCHED_FIFO priority 1.
 pub fn set_realtime_fifo() -> io::Result<()> {
-    let param = libc::sched_param { sched_priority: 1 };
+    // SAFETY: sched_param is plain data; all-zero is valid (musl adds sched_ss_* fields that a
+    // struct literal with only sched_priority would leave out).
+    let mut param: libc::sched_param = unsafe { std::mem::zeroed() };
+    param.sched_priority = 1;
     // SAFETY: pid 0 is the calling thread; param is valid.
     if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) } != 0 {
         let e = io::Error::last_os_error();
