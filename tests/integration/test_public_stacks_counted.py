@@ -98,7 +98,13 @@ def assert_green(result: pytest.RunResult, by_budget: dict[str, dict], counted: 
         row = by_budget[budget]
         assert row["verdict"] in GREEN and row["reference"] == "base", row
         assert "counted: 3 repetitions each side" in " ".join(row["notes"]), row["notes"]
-        assert 0.97 < row["raw"]["estimate"] < 1.03, row
+        notes = " ".join(row["notes"])
+        if row["verdict"] == "PASS" or "depend on timing" not in notes:
+            assert 0.97 < row["raw"]["estimate"] < 1.03, row
+        else:
+            # A count that moved between repetitions (reads split by timing) is undecided,
+            # its ratio no further from 1 than that spread allows.
+            assert 0.9 < row["raw"]["estimate"] < 1.1, row
     assert by_budget["errors == 0"]["verdict"] == "PASS"
 
 
