@@ -6,8 +6,11 @@ stack: an nginx edge in front of an application. ``netperf init`` from that envi
 the gates and the GitHub Actions job; the job's own ``run:`` steps are then executed in order
 as Actions would (``$GITHUB_ENV`` carried between steps, ``GITHUB_BASE_REF=main``), on a pull
 request that changes nothing (green) and on one that drops nginx's upstream keep-alive pool
-(red, naming the system calls it added). Real containers throughout; no registry here, so the
-job's image step takes its offline branch.
+(red, naming the system calls it added). With the label ``netperf:accept-regression`` on the
+pull request the same change is ACCEPTED, the label named as the reason in the report that the
+comment workflow posts (its github-script run under node); with the label removed it is red
+again. Real containers throughout; no registry here, so the job's image step takes its offline
+branch.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 from docker_helpers import git, skip_without_compose_stack_parts
+from github_script import node_or_none, posted, run_comment_step
 
 from pytest_netperf.starter import render
 
@@ -69,6 +73,10 @@ EXPRESSIONS = {
     "${{ github.event.pull_request.number }}": PR_NUMBER,
     render.ACCEPT_EXPRESSION: "",
 }
+#: What the accept expression is on a pull request labelled netperf:accept-regression.
+LABELLED = {**EXPRESSIONS, render.ACCEPT_EXPRESSION: f"label {render.ACCEPT_LABEL}"}
+#: The budget the harmful change fails: nginx's system calls per request, counted.
+SYSCALLS_BUDGET = ("test_edge_cost_per_request", "syscalls_per_request[edge] <= 1.0x base")
 #: Seconds one run of the job's steps may take.
 JOB_TIMEOUT_S = 900
 
@@ -116,10 +124,13 @@ def _run(argv: list[str], cwd: Path, env: dict[str, str], timeout: float) -> sub
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
 
-def run_job(repo: Path, bin_dir: Path, wheel: Path) -> tuple[int, str, float, dict[str, str]]:
-    """Run the generated workflow's steps in ``repo`` as GitHub Actions would; (exit status of
-    the gates, or of the first step before them that failed, everything the steps printed,
-    seconds, what the steps handed to later ones through ``$GITHUB_ENV``)."""
+def run_job(
+    repo: Path, bin_dir: Path, wheel: Path, expressions: dict[str, str] = EXPRESSIONS
+) -> tuple[int, str, float, dict[str, str]]:
+    """Run the generated workflow's steps in ``repo`` as GitHub Actions would, its ``${{ }}``
+    expressions evaluated as ``expressions`` says; (exit status of the gates, or of the first
+    step before them that failed, everything the steps printed, seconds, what the steps handed
+    to later ones through ``$GITHUB_ENV``)."""
     workflow = yaml.safe_load((repo / ".github" / "workflows" / "netperf.yml").read_text())
     steps = {step.get("name"): step for step in workflow["jobs"]["netperf"]["steps"]}
     github_env = repo.parent / f"{repo.name}.github_env"
@@ -137,7 +148,7 @@ def run_job(repo: Path, bin_dir: Path, wheel: Path) -> tuple[int, str, float, di
             GITHUB_BASE_REF="main",
             NETPERF_PACKAGE=str(wheel),
             **carried,
-            **{key: EXPRESSIONS[value] for key, value in steps[name].get("env", {}).items()},
+            **{key: expressions[value] for key, value in steps[name].get("env", {}).items()},
         )
         done = _run(["bash", "-e", "-c", steps[name]["run"]], repo, env, JOB_TIMEOUT_S)
         if name == "base against head":  # the next step runs `if: always()`: go on, keep the status
@@ -149,6 +160,11 @@ def run_job(repo: Path, bin_dir: Path, wheel: Path) -> tuple[int, str, float, di
         if done.returncode != 0 and name != "base against head":
             return done.returncode, "\n".join(said), time.monotonic() - began, carried
     return gates_status, "\n".join(said), time.monotonic() - began, carried
+
+
+def _verdicts(rows: list[dict], verdict: str) -> set[tuple[str, str]]:
+    """(test name, budget) of the rows with ``verdict``."""
+    return {(r["test_id"].rsplit("::", 1)[-1], r["budget"]) for r in rows if r["verdict"] == verdict}
 
 
 def test_init_names_what_it_wrote(team: tuple[Path, str]) -> None:
@@ -189,11 +205,45 @@ def test_an_unchanged_pull_request_is_green_and_a_harmful_one_red(
     status, said, red_s, _ = run_job(repo, bin_dir, wheel)
     assert status == 1, said[-6000:]
     rows = json.loads((repo / "netperf-report" / "netperf.json").read_text())["rows"]
-    failed = {(r["test_id"].rsplit("::", 1)[-1], r["budget"]) for r in rows if r["verdict"] == "FAIL"}
-    assert ("test_edge_cost_per_request", "syscalls_per_request[edge] <= 1.0x base") in failed, said[-6000:]
+    assert SYSCALLS_BUDGET in _verdicts(rows, "FAIL"), said[-6000:]
     assert "connect +1.00" in said, said[-6000:]
     assert (repo / "netperf-report" / "netperf.md").read_text().startswith("### ❌ netperf: ")
     assert (repo / "netperf-report" / "pr-number").read_text() == f"{PR_NUMBER}\n"  # kept on a red run too
     record_property("green_s", round(green_s, 1))
     record_property("red_s", round(red_s, 1))
     print(f"adoption path: green pull request {green_s:.0f}s, red pull request {red_s:.0f}s")
+
+
+def test_the_accept_label_accepts_the_regression_in_the_comment_and_removing_it_is_red_again(
+    installed: tuple[Path, Path], team: tuple[Path, str], tmp_path: Path
+) -> None:
+    if node_or_none() is None:
+        pytest.skip("node is not on PATH: the comment workflow's script (actions/github-script) runs under node")
+    wheel, bin_dir = installed
+    repo, _ = team
+    git(repo, "checkout", "-q", "-b", "intended-regression", "main")
+    conf = repo / "edge" / "default.conf"
+    conf.write_text(conf.read_text().replace("    keepalive 32;\n", "").replace('proxy_set_header Connection "";', ""))
+    git(repo, "commit", "-q", "-am", "edge: no upstream keep-alive (intended)")
+    report_path = repo / render.REPORT_DIR / render.REPORT_MARKDOWN
+    comment_workflow = (repo / ".github" / "workflows" / "netperf-comment.yml").read_text()
+
+    status, said, _, _ = run_job(repo, bin_dir, wheel, LABELLED)
+    assert status == 0, said[-6000:]
+    rows = json.loads((repo / render.REPORT_DIR / "netperf.json").read_text())["rows"]
+    assert SYSCALLS_BUDGET in _verdicts(rows, "ACCEPTED"), said[-6000:]
+    assert not _verdicts(rows, "FAIL") and not _verdicts(rows, "INVALID"), said[-6000:]
+    (call,) = posted(run_comment_step(comment_workflow, tmp_path, report_path.read_text(), f"{PR_NUMBER}\n"))
+    body = call[1]["body"]
+    assert call[0] == "createComment" and call[1]["issue_number"] == int(PR_NUMBER), call
+    first_line = body.splitlines()[0]
+    assert "ACCEPTED" in first_line and "FAIL" not in first_line.replace("ACCEPTED", ""), body[:2000]
+    assert f"label {render.ACCEPT_LABEL}" in body, body[:4000]
+
+    status, said, _, _ = run_job(repo, bin_dir, wheel)  # the label removed: the job runs again
+    assert status == 1, said[-6000:]
+    rows = json.loads((repo / render.REPORT_DIR / "netperf.json").read_text())["rows"]
+    assert SYSCALLS_BUDGET in _verdicts(rows, "FAIL") and not _verdicts(rows, "ACCEPTED"), said[-6000:]
+    (call,) = posted(run_comment_step(comment_workflow, tmp_path, report_path.read_text(), f"{PR_NUMBER}\n"))
+    assert call[1]["body"].startswith("### ❌ netperf: "), call[1]["body"][:2000]
+    assert f"label {render.ACCEPT_LABEL}" not in call[1]["body"]

