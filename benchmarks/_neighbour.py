@@ -198,6 +198,7 @@ class Neighbour:
         workers: Optional[int] = None,
         settle_s: float = 1.0,
         grace_s: float = 5.0,
+        outside: Optional[Path] = None,
     ) -> None:
         if not 0 < seconds <= MAX_SECONDS:
             raise ValueError(f"seconds must be in (0, {MAX_SECONDS:g}], not {seconds}")
@@ -207,6 +208,9 @@ class Neighbour:
         self.workers = workers
         self.settle_s = settle_s
         self.grace_s = grace_s
+        #: The ``cgroup.procs`` the neighbour starts in, when this process sits in the gate's
+        #: weighted cgroup (runtime/cpu_priority.py): another job's processes are not in it.
+        self.outside = outside
         self.program = program if program is not None or scenario.idle else find_program()
         self.report = NeighbourReport()
         self.starts = 0
@@ -233,7 +237,7 @@ class Neighbour:
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,
                 start_new_session=True,
-                preexec_fn=_stop_with_parent,
+                preexec_fn=_stop_with_parent if self.outside is None else _outside(self.outside),
             )
         except OSError:
             self._out.close()
@@ -342,6 +346,17 @@ def _stop_with_parent() -> None:
     benchmark killed with SIGKILL leaves no neighbour burning CPU until its ``--seconds`` end."""
     if _PRCTL is not None:
         _PRCTL(1, signal.SIGTERM)
+
+
+def _outside(cgroup_procs: Path) -> Callable[[], None]:
+    """A ``preexec_fn``: :func:`_stop_with_parent`, then into the cgroup of ``cgroup_procs``."""
+
+    def move() -> None:
+        _stop_with_parent()
+        with open(cgroup_procs, "w") as handle:
+            handle.write(str(os.getpid()))
+
+    return move
 
 
 def _main_thread() -> bool:

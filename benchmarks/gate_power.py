@@ -84,6 +84,7 @@ from scipy.stats import beta
 from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers import make_driver
+from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import InvalidMeasurement
 from pytest_netperf.images.resolve import resolve_image
 from pytest_netperf.measure.design import ALTERNATE, AUTO, DESIGNS, SIMULTANEOUS
@@ -94,6 +95,7 @@ from pytest_netperf.measure.targets import with_query
 from pytest_netperf.report.failure import inconclusive_fails
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.commands import LocalRunner
+from pytest_netperf.runtime.cpu_priority import CpuPriority, PriorityUnavailable, raise_priority
 from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.resources import usable_cores
 from pytest_netperf.runtime.running import RunningTopology
@@ -402,6 +404,12 @@ def main() -> None:
     parser.add_argument("--skip-aa", action="store_true", help="only the injected rows (A/A figures of another run)")
     parser.add_argument("--skip-cut", action="store_true", help="only the A/A rows (injected figures of another run)")
     parser.add_argument("--connections", type=int, default=8, help="connections at the fixed rate")
+    parser.add_argument(
+        "--cpu-weight",
+        type=float,
+        default=defaults.CPU_WEIGHT,
+        help="CPU weight of the containers and drivers, as the plugin gives them (1: the default weight)",
+    )
     parser.add_argument("--closed-connections", type=int, default=32, help="connections of the rps gates")
     parser.add_argument("--rps-placement", choices=(PINNED, QUOTA), default=PINNED, help="CPU layout of the rps rows")
     # one driver on one core did not outrun a bare echo server on the other (saturated at
@@ -480,7 +488,9 @@ def main() -> None:
 
     signal.signal(signal.SIGTERM, _interrupt)  # a killed benchmark still removes its containers
     session = f"power{uuid.uuid4().hex[:6]}"
-    runtime = DockerRuntime(session, {"echo": resolve_image("echo")}, core_split=None)
+    priority = weighted_cgroup(session, args.cpu_weight)
+    runtime = DockerRuntime(session, {"echo": resolve_image("echo")}, core_split=None, priority=priority)
+    outside = priority.home if priority is not None else None
     runs: list[GateRun] = []
     busy: dict[tuple[str, str], NeighbourReport] = {}
     started = time.monotonic()
@@ -488,7 +498,7 @@ def main() -> None:
         stacks = runtime.up(topology("ref")), runtime.up(topology("cand"))
         for row in scenarios(args, stacks):  # calibrations run here, between neighbours
             for scenario in neighbours:
-                with Neighbour(scenario, args.neighbour_seconds, args.neighbour_seed) as neighbour:
+                with Neighbour(scenario, args.neighbour_seconds, args.neighbour_seed, outside=outside) as neighbour:
                     run_row(args, row, designs, neighbour, runs, labelled)
                 busy[(row.scenario, scenario.name)] = neighbour.report
                 if not scenario.idle:
@@ -498,7 +508,24 @@ def main() -> None:
     finally:
         runtime.down_all()
         clean_session(session, runtime.client)
+        if priority is not None:
+            for problem in priority.close():
+                print(f"cpu weight: {problem}", flush=True)
     summarize(runs, time.monotonic() - started, busy)
+
+
+def weighted_cgroup(session: str, factor: float) -> Optional[CpuPriority]:
+    """The plugin's weighted cgroup for this benchmark's containers and drivers, or None
+    (factor 1, or unavailable here: printed)."""
+    if factor <= 1:
+        return None
+    try:
+        priority = raise_priority(session, docker_client().info(), factor)
+    except PriorityUnavailable as exc:
+        print(f"cpu weight: {exc}", flush=True)
+        return None
+    print(f"cpu weight: {priority.describe()}", flush=True)
+    return priority
 
 
 def run_row(

@@ -62,6 +62,9 @@ DRIVER = "rust"
 LOCUST_WORKERS = 0
 #: Cores of the load driver: auto (its own cores where the machine has 4+, else all), all, or a cpuset.
 DRIVER_CPUS = "auto"
+#: The CPU weight of the stack's containers and the drivers, as a multiple of a cgroup's
+#: default (runtime/cpu_priority.py); 1 leaves them at the default weight.
+CPU_WEIGHT = 20.0
 #: Locust workers on other machines (or containers) the session's master waits for.
 LOCUST_REMOTE_WORKERS = 0
 #: The port a session's Locust master listens on when remote workers attach (Locust's own default).

@@ -101,6 +101,10 @@ SETTING_HELP: dict[str, str] = {
     "driver_cpus": "cores of the load driver (the Rust driver, Locust, the driver container): auto (default: "
     "its own cores, away from the system under test, where this machine has 4 or more; all of them below), "
     "all (no pinning), or a cpuset such as 0-1 or 0,2",
+    "cpu_weight": "the CPU weight of the stack's containers and the load drivers, as a multiple of the default "
+    f"(default {defaults.CPU_WEIGHT:g}; 1: the default weight): they run in a cgroup of this session, so other "
+    "processes on the runner take less of their time. Needs root and Docker's cgroupfs driver; elsewhere a note "
+    "says the stack runs at the default weight",
     "accept_regression": "accept the regressions of this run with a reason: a budget that FAILs is ACCEPTED (shown as "
     "ACCEPTED with the reason, counted, warned about; the test passes); INVALID and INCONCLUSIVE are never "
     "accepted. REASON, or SCOPE: REASON where SCOPE is a test (test_name or a node id), a quoted budget "
@@ -137,6 +141,7 @@ class Settings(GateSettings):
     strict: bool = False
     accept_regression: str = ""
     driver_cpus: str = defaults.DRIVER_CPUS
+    cpu_weight: float = defaults.CPU_WEIGHT
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any]) -> Settings:
@@ -211,6 +216,8 @@ class Settings(GateSettings):
                 "update_baseline",
             )
         check_driver_cpus(self.driver_cpus)
+        if not self.cpu_weight >= 1:
+            raise SettingError("cpu_weight", f"cpu_weight must be 1 or more (got {self.cpu_weight:g})")
         if self.machine_class:
             try:
                 check_class_name(self.machine_class)

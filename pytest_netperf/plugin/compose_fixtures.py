@@ -68,6 +68,8 @@ def netperf_compose(
         base=netperf_base,
         skip_unchanged=session_of(request.config).settings.base_skip_unchanged,
         split=netperf_docker.core_split,  # the topologies' split: services keep off a pinned driver's cores
+        # the services join the session's weighted cgroup, as the topologies' containers do
+        service_keys=netperf_docker.priority.compose_keys() if netperf_docker.priority is not None else None,
     )
 
     def factory(

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from docker import errors as docker_errors
 
+from pytest_netperf import defaults
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import ImageMissingError, RuntimeUnavailable
 from pytest_netperf.images.resolve import NodeImageMissingError, resolve_image
@@ -34,6 +35,7 @@ from pytest_netperf.plugin.session import maybe_session_of
 from pytest_netperf.revision import BaseCheckout, changed_files
 from pytest_netperf.revision.diff import UNCHANGED
 from pytest_netperf.runtime.cleanup import clean_session, remove_stale
+from pytest_netperf.runtime.cpu_priority import CpuPriority, PriorityUnavailable, raise_priority, remove_stale_groups
 from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.host_ports import free_host_ports
 from pytest_netperf.runtime.l4_paths import L4Paths, core_pair
@@ -81,6 +83,7 @@ def netperf_docker(
         where = f" [{worker}]" if worker else ""
         _record(request.config, leftovers=[f"{stale.summary()} (their processes were gone){where}"])
     session = maybe_session_of(request.config)
+    priority = _weighted_cgroup(request.config, client, session_id, session.settings.cpu_weight if session else None)
     runtime = DockerRuntime(
         session_id,
         {"echo": echo_image},
@@ -89,6 +92,7 @@ def netperf_docker(
         base_dir=request.config.rootpath,  # relative config= paths of file-backed nodes
         # the nodes (and Compose services: netperf_compose) keep off a pinned driver's cores, on any machine
         core_split=containers_split(session.driver_cpus if session is not None else "auto"),
+        priority=priority,
     )
     restore_signals = _install_signal_cleanup(session_id)
     last_resort = _register_atexit(session_id)
@@ -97,9 +101,30 @@ def netperf_docker(
     finally:
         runtime.down_all()
         clean_session(session_id, client)
+        if priority is not None:
+            _record(request.config, leftovers=priority.close())
         restore_signals()
         atexit.unregister(last_resort)
         _record(request.config, startup=runtime.startup_times)
+
+
+def _weighted_cgroup(config: pytest.Config, client: Any, session_id: str, factor: float | None) -> CpuPriority | None:
+    """This session's weighted cgroup (:mod:`~pytest_netperf.runtime.cpu_priority`), or None
+    with a note saying why the stack runs at the default weight; stale groups removed first."""
+    remove_stale_groups()
+    factor = defaults.CPU_WEIGHT if factor is None else factor
+    if factor <= 1:
+        return None
+    try:
+        priority = raise_priority(session_id, client.info(), factor)
+    except PriorityUnavailable as exc:
+        _record(config, leftovers=[str(exc)])
+        return None
+    except docker_errors.DockerException as exc:
+        _record(config, leftovers=[f"cannot read the Docker daemon's cgroup driver ({exc}): the default CPU weight"])
+        return None
+    _record(config, leftovers=[priority.describe()])
+    return priority
 
 
 @pytest.fixture(scope="module")

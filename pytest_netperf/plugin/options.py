@@ -104,6 +104,7 @@ OPTIONS = (
     Option("locust-master", "locust_master", "netperf_locust_master"),
     Option("locust-workers-timeout", "locust_workers_timeout_s", "netperf_locust_workers_timeout"),
     Option("driver-cpus", "driver_cpus", "netperf_driver_cpus"),
+    Option("cpu-weight", "cpu_weight", "netperf_cpu_weight"),
     Option("strict", "strict", "netperf_strict", flag=True, negatable=True),
     Option("accept", "accept_regression", ACCEPT_INI, env=ACCEPT_ENV),
 )

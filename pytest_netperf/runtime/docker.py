@@ -33,6 +33,7 @@ from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.images.resolve import resolve_image, resolve_reference
 from pytest_netperf.runtime.cleanup import clean_network
+from pytest_netperf.runtime.cpu_priority import CpuPriority
 from pytest_netperf.runtime.host_ports import port_free
 from pytest_netperf.runtime.isolation import INTERNAL_NETWORKS, hardening_options
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
@@ -57,7 +58,8 @@ class DockerRuntime:
 
     ``overrides`` are the role and image mappings (``--netperf-image``); ``base_dir`` is where
     relative ``config=`` paths resolve (default: the working directory); ``core_split``
-    ("auto": :func:`default_split`) puts nodes without a cpuset on the system-under-test cores.
+    ("auto": :func:`default_split`) puts nodes without a cpuset on the system-under-test cores;
+    ``priority`` (:mod:`.cpu_priority`) is the weighted cgroup every container is created in.
     """
 
     def __init__(
@@ -70,12 +72,14 @@ class DockerRuntime:
         overrides: Mapping[str, str] | None = None,
         base_dir: str | os.PathLike[str] | None = None,
         core_split: CoreSplit | Literal["auto"] | None = "auto",
+        priority: CpuPriority | None = None,
     ) -> None:
         self.session_id = session_id
         self.images = dict(images)
         self.overrides = dict(overrides or {})
         self.base_dir = base_dir
         self.core_split: CoreSplit | None = default_split() if core_split == "auto" else core_split
+        self.priority = priority
         self.client = client or docker_client()
         self.ready_timeout_s = ready_timeout_s
         self.poll_interval_s = poll_interval_s
@@ -209,6 +213,8 @@ class DockerRuntime:
         options: dict[str, Any] = {"labels": {**labels, L.NODE: node.name}, **hardening_options(spec.role)}
         if limits is not None:
             options.update(limits.docker_options())
+        if self.priority is not None:
+            options.update(self.priority.docker_options())
         if spec.mounts:
             options["mounts"] = [
                 DockerMount(m.target, m.source, type="bind", read_only=m.read_only) for m in spec.mounts

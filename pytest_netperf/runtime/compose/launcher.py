@@ -110,6 +110,7 @@ class ComposeLauncher:
         ready_timeout_s: float = 60.0,
         poll_interval_s: float = 0.1,
         split: CoreSplit | Literal["auto"] | None = "auto",
+        service_keys: Mapping[str, Any] | None = None,
     ) -> None:
         self.cli = cli
         self.client = client
@@ -120,6 +121,8 @@ class ComposeLauncher:
         self.ready_timeout_s = ready_timeout_s
         self.poll_interval_s = poll_interval_s
         self.split: CoreSplit | None = default_split() if split == "auto" else split
+        #: Keys every service gets in the override file (the weighted cgroup: ``cgroup_parent``).
+        self.service_keys = dict(service_keys or {})
         self._serial = 0
 
     def project_name(self, spec: StackSpec, side: str = "") -> str:
@@ -151,7 +154,9 @@ class ComposeLauncher:
             builds = D.mapped_builds(config, services, self.image_overrides, temp)
             self._check_base_images(spec.file, builds)
             dockerfiles = {service: build.dockerfile for service, build in builds.items()}
-            document = P.override_document(config, name, labels, self.image_overrides, resources, dockerfiles)
+            document = P.override_document(
+                config, name, labels, self.image_overrides, resources, dockerfiles, self.service_keys
+            )
             project.override = temp / "netperf-override.yml"
             project.override.write_text(P.override_yaml(document))
             if P.publishing_services(config):

@@ -218,6 +218,7 @@ def override_document(
     image_overrides: Mapping[str, str] | None = None,
     resources: Mapping[str, Resources] | None = None,
     dockerfiles: Mapping[str, Path] | None = None,
+    service_keys: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The override Compose file that puts a team's stack under the session's control.
 
@@ -227,8 +228,9 @@ def override_document(
     FROM images where ``dockerfiles`` has one (:mod:`.dockerfile`); a project-unique
     ``container_name`` where the file fixes one; the resource limits (``resources``, the
     output of :func:`effective_resources`), mirrored into ``deploy.resources.limits`` where
-    the file sets limits there (Compose v2 rejects the two disagreeing). The labels go on
-    every non-external network (the implicit ``default`` too) and named volume.
+    the file sets limits there (Compose v2 rejects the two disagreeing); ``service_keys``
+    (the session's weighted ``cgroup_parent``) where the service sets none of its own. The
+    labels go on every non-external network (the implicit ``default`` too) and named volume.
     """
     document: dict[str, Any] = {}
     if "version" in config:  # Compose v1 wants the files of one project to agree
@@ -244,6 +246,7 @@ def override_document(
             entry["image"] = map_image(str(service["image"]), image_overrides)
         if service.get("container_name"):
             entry["container_name"] = f"{project}-{name}"
+        entry.update({key: value for key, value in (service_keys or {}).items() if key not in service})
         limits = (resources or {}).get(name)
         if limits is not None and not limits.empty:
             entry.update(limits.compose_keys())

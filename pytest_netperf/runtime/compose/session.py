@@ -34,7 +34,7 @@ class ComposeStacks:
     Relative paths resolve against ``root``. A stack stays up until :meth:`down_all`; a
     bring-up that fails leaves nothing behind and is tried again by the next call. The
     Compose implementation is looked up at the first call (``ComposeUnavailable`` when none).
-    ``split`` is the launcher's (:class:`ComposeLauncher`).
+    ``split`` and ``service_keys`` are the launcher's (:class:`ComposeLauncher`).
     """
 
     def __init__(
@@ -49,6 +49,7 @@ class ComposeStacks:
         base: Callable[[], BaseCheckout] | None = None,
         skip_unchanged: bool = False,
         split: CoreSplit | Literal["auto"] | None = "auto",
+        service_keys: Mapping[str, Any] | None = None,
     ) -> None:
         self.client = client
         self.session_id = session_id
@@ -62,6 +63,7 @@ class ComposeStacks:
         self._base = base
         self._skip_unchanged = skip_unchanged
         self._split = split
+        self._service_keys = dict(service_keys or {})
 
     @property
     def launcher(self) -> ComposeLauncher:
@@ -75,6 +77,7 @@ class ComposeStacks:
                 image_overrides=self.image_overrides,
                 driver_image=self.driver_image,
                 split=self._split,
+                service_keys=self._service_keys,
             )
         return self._launcher
 
