@@ -210,7 +210,7 @@ class Neighbour:
         self.grace_s = grace_s
         #: The ``cgroup.procs`` the neighbour starts in, when this process sits in the gate's
         #: weighted cgroup (runtime/cpu_priority.py): another job's processes are not in it.
-        self.outside = outside
+        self.outside = outside if outside is not None else _outside_weighted_group()
         self.program = program if program is not None or scenario.idle else find_program()
         self.report = NeighbourReport()
         self.starts = 0
@@ -346,6 +346,16 @@ def _stop_with_parent() -> None:
     benchmark killed with SIGKILL leaves no neighbour burning CPU until its ``--seconds`` end."""
     if _PRCTL is not None:
         _PRCTL(1, signal.SIGTERM)
+
+
+def _outside_weighted_group() -> Optional[Path]:
+    """Where the gate's weighted cgroup sits, when this process is in one (a test suite whose
+    Docker fixture moved it there), else None; without pytest_netperf importable, None."""
+    try:
+        from pytest_netperf.runtime.cpu_priority import outside_cgroup_procs
+    except ImportError:
+        return None
+    return outside_cgroup_procs()
 
 
 def _outside(cgroup_procs: Path) -> Callable[[], None]:

@@ -9,7 +9,12 @@ from pathlib import Path
 import pytest
 
 from pytest_netperf.runtime.compose.project import override_document
-from pytest_netperf.runtime.cpu_priority import PriorityUnavailable, raise_priority, remove_stale_groups
+from pytest_netperf.runtime.cpu_priority import (
+    PriorityUnavailable,
+    outside_cgroup_procs,
+    raise_priority,
+    remove_stale_groups,
+)
 
 CGROUPFS = {"CgroupDriver": "cgroupfs", "CgroupVersion": "1"}
 
@@ -40,7 +45,7 @@ def test_v1_weights_the_group_gives_it_real_time_runtime_and_moves_this_process_
     assert priority.docker_options() == {"cgroup_parent": "/netperf-s1"}
     assert priority.compose_keys() == {"cgroup_parent": "/netperf-s1"}
     assert (group / "cpu.shares").read_text() == "20480"
-    assert (group / "cpu.rt_runtime_us").read_text() == "900000"
+    assert (group / "cpu.rt_runtime_us").read_text() == "400000"
     assert (group / "driver" / "cgroup.procs").read_text() == str(os.getpid())
     assert priority.home == tmp_path / "cpu" / "cgroup.procs"
     assert priority.describe() == "the stack and the drivers at 20x the default CPU weight (cgroup /netperf-s1, v1)"
@@ -110,3 +115,12 @@ def test_under_a_cpu_quota_the_group_is_made_below_the_cgroup_that_carries_it(tm
     assert priority.parent == "/docker/netperf-s6"
     assert (limited / "netperf-s6" / "cpu.shares").read_text() == "20480"
     assert priority.home == limited / "slow-machine" / "cgroup.procs"
+
+
+def test_a_process_in_the_weighted_leaf_starts_outsiders_where_the_group_sits(tmp_path: Path) -> None:
+    proc = fake_proc(tmp_path, {"cpu": "cgroup rw,cpu"}, "1:cpu:/ci/netperf-s7/driver\n")
+    (tmp_path / "cpu" / "ci" / "netperf-s7" / "driver").mkdir(parents=True)
+    assert outside_cgroup_procs(proc) == tmp_path / "cpu" / "ci" / "cgroup.procs"
+    elsewhere = fake_proc(tmp_path / "b", {"cpu": "cgroup rw,cpu"}, "1:cpu:/ci/job\n")
+    (tmp_path / "b" / "cpu" / "ci" / "job").mkdir(parents=True)
+    assert outside_cgroup_procs(elsewhere) is None
