@@ -3,6 +3,7 @@
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::clock::parse_duration_ns;
+use crate::tls::options::{TlsClientOpts, TlsServerOpts};
 
 /// HTTP/1.1 load generator and echo server for pytest-netperf.
 #[derive(Parser, Debug)]
@@ -22,6 +23,9 @@ pub enum Command {
     /// Run the echo server (delay=, burn=, size=, status=, depth= query parameters; /healthz;
     /// --tcp-echo adds a raw TCP echo listener).
     Echo(EchoOpts),
+    /// Draw a differential flame graph (SVG on stdout): HEAD's stacks, each frame coloured by
+    /// its change against BASE (red grew, blue shrank).
+    Flamegraph(FlamegraphOpts),
 }
 
 /// Request arrival process for open-loop runs.
@@ -112,6 +116,9 @@ pub struct HttpOpts {
     /// still bounds the run in time). For counting what a server does per request.
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub requests: Option<u64>,
+    /// TLS options of https:// targets.
+    #[command(flatten)]
+    pub tls: TlsClientOpts,
 }
 
 /// Options of `netperf-driver echo`.
@@ -132,6 +139,9 @@ pub struct EchoOpts {
     /// Also serve raw TCP echo (every byte read is written back, Nagle off) on this address.
     #[arg(long)]
     pub tcp_echo: Option<String>,
+    /// HTTPS instead of cleartext HTTP (`--tls-cert`, `--tls-key`, ...).
+    #[command(flatten)]
+    pub tls: TlsServerOpts,
 }
 
 fn parse_rate(text: &str) -> Result<f64, String> {
@@ -140,4 +150,28 @@ fn parse_rate(text: &str) -> Result<f64, String> {
         return Err(format!("rate {text:?} must be in (0, 10000000]"));
     }
     Ok(v)
+}
+
+/// Options of `netperf-driver flamegraph`.
+#[derive(Args, Debug, Clone)]
+pub struct FlamegraphOpts {
+    /// Folded stacks of the reference (`frame;frame;leaf COUNT` lines).
+    #[arg(long)]
+    pub base: std::path::PathBuf,
+    /// Folded stacks of the candidate: the widths drawn.
+    #[arg(long)]
+    pub head: std::path::PathBuf,
+    /// Title of the picture.
+    #[arg(long, default_value = "Differential flame graph")]
+    pub title: String,
+    /// Line under the title.
+    #[arg(long)]
+    pub subtitle: Option<String>,
+    /// What a count is, shown in each frame's hover title. Counts are whole numbers: scale
+    /// fractional values up and say so here (`instructions per 1,000 requests`).
+    #[arg(long, default_value = "instructions")]
+    pub count_name: String,
+    /// Width of the picture in pixels.
+    #[arg(long, default_value_t = 1200, value_parser = clap::value_parser!(u32).range(200..=20_000))]
+    pub width: u32,
 }

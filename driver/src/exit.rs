@@ -13,6 +13,8 @@ pub enum ExitCode {
     Interrupted = 4,
     /// The target stopped accepting connections during the run.
     Vanished = 5,
+    /// `https://`: the TLS handshake before the run failed (certificate, handshake, not TLS).
+    Tls = 6,
 }
 
 /// A failure with its exit code and a one-line message.
@@ -53,6 +55,14 @@ impl Failure {
     pub fn vanished(message: impl Into<String>) -> Self {
         Self {
             code: ExitCode::Vanished,
+            message: one_line(message.into()),
+        }
+    }
+
+    /// The TLS handshake before the run failed (exit 6).
+    pub fn tls(message: impl Into<String>) -> Self {
+        Self {
+            code: ExitCode::Tls,
             message: one_line(message.into()),
         }
     }

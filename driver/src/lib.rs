@@ -5,12 +5,14 @@ pub mod cli;
 pub mod clock;
 pub mod echo;
 pub mod exit;
+pub mod flamegraph;
 pub mod health;
 pub mod hist;
 pub mod http1;
 pub mod load;
 pub mod report;
 pub mod slab;
+pub mod tls;
 pub mod url;
 
 use std::ffi::OsString;
@@ -54,6 +56,7 @@ pub fn run(opts: Opts) -> Result<(), Failure> {
     match opts.command {
         Command::Http(http) => load::run_http(&http),
         Command::Echo(echo) => run_echo(echo),
+        Command::Flamegraph(graph) => flamegraph::run(&graph),
     }
 }
 
@@ -72,6 +75,7 @@ fn run_echo(opts: EchoOpts) -> Result<(), Failure> {
         next,
         threads,
         tcp_echo: opts.tcp_echo,
+        tls: tls::server::server_config(&opts.tls).map_err(Failure::usage)?,
     };
     echo::serve(cfg).map_err(Failure::other)
 }

@@ -26,6 +26,35 @@ pub struct Document {
     pub connect_time_ns: Option<LatencyStats>,
     pub intervals: Vec<IntervalDoc>,
     pub client: Client,
+    /// `https://` runs: TLS settings, what was negotiated, handshakes (null otherwise).
+    pub tls: Option<TlsDoc>,
+}
+
+/// TLS of an `https://` run.
+#[derive(Debug, Serialize)]
+pub struct TlsDoc {
+    /// Server name sent (SNI) and checked against the certificate.
+    pub server_name: String,
+    /// How the server certificate was checked: `ca` (--ca), `system` or `insecure`.
+    pub verify: &'static str,
+    /// A client certificate was offered (mutual TLS).
+    pub client_certificate: bool,
+    /// Session resumption on reconnect was enabled.
+    pub resumption: bool,
+    /// Versions offered.
+    pub versions_offered: Vec<&'static str>,
+    /// Negotiated version (null when no handshake completed).
+    pub version: Option<&'static str>,
+    /// Negotiated cipher suite (IANA name).
+    pub cipher_suite: Option<&'static str>,
+    /// ALPN protocol agreed (`http/1.1`), null when the server did not take part in ALPN.
+    pub alpn: Option<&'static str>,
+    /// Handshakes completed over the whole run (connections opened before the clock too).
+    pub handshakes: u64,
+    /// Of those, abbreviated handshakes (session resumed).
+    pub resumed: u64,
+    /// From TCP connected to handshake done, for connections opened for window requests.
+    pub handshake_time_ns: LatencyStats,
 }
 
 /// Tool name and version.
@@ -39,7 +68,7 @@ pub struct Tool {
 #[derive(Debug, Serialize)]
 pub struct Config {
     pub url: String,
-    /// `http`, or `tcp-rr` for a tcp:// target (request/response over raw TCP).
+    /// `http`, `https`, or `tcp-rr` for a tcp:// target (request/response over raw TCP).
     pub protocol: &'static str,
     /// tcp-rr: bytes per request and per response.
     pub payload_bytes: Option<u64>,
@@ -89,6 +118,8 @@ pub struct Summary {
     pub scheduled: Option<u64>,
     /// Open loop: requests that had to wait for a free connection.
     pub queued: u64,
+    /// The first message naming the cause, per error kind that has one (TLS errors).
+    pub error_causes: BTreeMap<&'static str, String>,
 }
 
 /// One interval of the window.
@@ -218,7 +249,11 @@ impl Document {
             },
             config: Config {
                 url: plan.url.display(),
-                protocol: if plan.url.tcp { "tcp-rr" } else { "http" },
+                protocol: match (plan.url.tcp, plan.url.tls) {
+                    (true, _) => "tcp-rr",
+                    (false, true) => "https",
+                    (false, false) => "http",
+                },
                 payload_bytes: match plan.framing {
                     crate::load::conn::Framing::Echo(n) => Some(n as u64),
                     crate::load::conn::Framing::Http { .. } => None,
@@ -260,6 +295,7 @@ impl Document {
                 bytes_received: stats.bytes_received,
                 scheduled: open.then_some(stats.scheduled),
                 queued: stats.queued,
+                error_causes: stats.causes.clone(),
             },
             latency_ns: summarize(&stats.latency_with_censored()),
             service_time_ns: summarize(&stats.service),
@@ -286,6 +322,22 @@ impl Document {
                 saturation_reasons: found.iter().map(|s| s.reason.clone()).collect(),
                 saturation_kinds: found.iter().map(|s| s.kind).collect(),
             },
+            tls: plan.tls.as_ref().map(|t| TlsDoc {
+                server_name: t.settings.server_name.clone(),
+                verify: t.settings.verify,
+                client_certificate: t.settings.client_certificate,
+                resumption: t.settings.resumption,
+                versions_offered: t.settings.versions.clone(),
+                version: stats.tls.version,
+                cipher_suite: stats.tls.cipher_suite,
+                alpn: stats
+                    .tls
+                    .alpn_http11
+                    .and_then(|yes| yes.then_some("http/1.1")),
+                handshakes: stats.tls.handshakes,
+                resumed: stats.tls.resumed,
+                handshake_time_ns: summarize(&stats.tls.handshake_time),
+            }),
         }
     }
 
@@ -328,6 +380,20 @@ impl Document {
             s.sockets_opened,
             s.reconnects
         ));
+        for (kind, cause) in &s.error_causes {
+            out.push_str(&format!("  {kind}: {cause}\n"));
+        }
+        if let Some(t) = &self.tls {
+            out.push_str(&format!(
+                "  tls {} {}  handshakes {}  resumed {}  (verify {}, resumption {})\n",
+                t.version.unwrap_or("-"),
+                t.cipher_suite.unwrap_or("-"),
+                t.handshakes,
+                t.resumed,
+                t.verify,
+                if t.resumption { "on" } else { "off" }
+            ));
+        }
         let row = |name: &str, l: &LatencyStats| {
             format!(
                 "  {name:<13} p50 {:>10}  p90 {:>10}  p99 {:>10}  p99.9 {:>10}  max {:>10}  (n={})\n",
@@ -341,6 +407,9 @@ impl Document {
         }
         if let Some(l) = &self.connect_time_ns {
             out.push_str(&row("connect", l));
+        }
+        if let Some(t) = self.tls.as_ref().filter(|t| t.handshake_time_ns.count > 0) {
+            out.push_str(&row("tls handshake", &t.handshake_time_ns));
         }
         let cl = &self.client;
         out.push_str(&format!(

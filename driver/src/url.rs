@@ -1,5 +1,5 @@
-//! Minimal URL parsing: `http://` (plain HTTP/1.1) and `tcp://host:port` (request/response
-//! echo over raw TCP, netperf's TCP_RR).
+//! Minimal URL parsing: `http://` (plain HTTP/1.1), `https://` (HTTP/1.1 over TLS, load
+//! targets only) and `tcp://host:port` (request/response echo over raw TCP, netperf's TCP_RR).
 
 use std::net::{SocketAddr, ToSocketAddrs};
 
@@ -8,17 +8,25 @@ use std::net::{SocketAddr, ToSocketAddrs};
 pub struct HttpUrl {
     /// Host name or IP literal (IPv6 without brackets).
     pub host: String,
-    /// TCP port (80 when absent).
+    /// TCP port (80 when absent; 443 for `https://`).
     pub port: u16,
     /// Path plus query, always starting with `/` (`/` for a `tcp://` URL).
     pub path_and_query: String,
     /// A `tcp://` URL: raw TCP request/response instead of HTTP.
     pub tcp: bool,
+    /// An `https://` URL: HTTP/1.1 over TLS.
+    pub tls: bool,
 }
 
 impl HttpUrl {
-    /// Parse a load target: `http://…`, or `tcp://host:port` (a port, no path).
+    /// Parse a load target: `http://…`, `https://…`, or `tcp://host:port` (a port, no path).
     pub fn parse_target(text: &str) -> Result<Self, String> {
+        if let Some(rest) = text.strip_prefix("https://") {
+            let mut url = Self::parse_http(&format!("http://{rest}"), 443)
+                .map_err(|e| e.replace("http://", "https://"))?;
+            url.tls = true;
+            return Ok(url);
+        }
         let Some(rest) = text.strip_prefix("tcp://") else {
             return Self::parse(text);
         };
@@ -51,14 +59,22 @@ impl HttpUrl {
             };
             format!("tcp://{host}:{}", self.port)
         } else {
-            format!("http://{}{}", self.authority(), self.path_and_query)
+            let scheme = if self.tls { "https" } else { "http" };
+            format!("{scheme}://{}{}", self.authority(), self.path_and_query)
         }
     }
 
     /// Parse `text`; only the `http` scheme is accepted.
     pub fn parse(text: &str) -> Result<Self, String> {
+        Self::parse_http(text, 80)
+    }
+
+    fn parse_http(text: &str, default_port: u16) -> Result<Self, String> {
         let rest = text.strip_prefix("http://").ok_or_else(|| {
-            format!("bad URL {text:?}: only http:// (and, to load, tcp://) URLs are supported")
+            format!(
+                "bad URL {text:?}: only http:// (and, to load, https:// and tcp://) URLs are \
+                 supported"
+            )
         })?;
         let (authority, path) = match rest.find(['/', '?']) {
             Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
@@ -76,14 +92,14 @@ impl HttpUrl {
             let after = &v6[end + 1..];
             let port = match after.strip_prefix(':') {
                 Some(p) => parse_port(p, text)?,
-                None if after.is_empty() => 80,
+                None if after.is_empty() => default_port,
                 None => return Err(format!("bad URL {text:?}")),
             };
             (host.to_string(), port)
         } else {
             match authority.rsplit_once(':') {
                 Some((h, p)) => (h.to_string(), parse_port(p, text)?),
-                None => (authority.to_string(), 80),
+                None => (authority.to_string(), default_port),
             }
         };
         if host.is_empty() {
@@ -94,6 +110,7 @@ impl HttpUrl {
             port,
             path_and_query: path,
             tcp: false,
+            tls: false,
         })
     }
 
@@ -104,7 +121,7 @@ impl HttpUrl {
         } else {
             self.host.clone()
         };
-        if self.port == 80 {
+        if self.port == if self.tls { 443 } else { 80 } {
             host
         } else {
             format!("{host}:{}", self.port)
@@ -178,6 +195,21 @@ mod tests {
         }
         assert!(
             HttpUrl::parse("tcp://h:7").is_err(),
+            "echo --next stays http"
+        );
+    }
+
+    #[test]
+    fn parses_https_targets() {
+        let u = HttpUrl::parse_target("https://shop.example/a?b=1").unwrap();
+        assert!(u.tls && !u.tcp);
+        assert_eq!((u.port, u.authority().as_str()), (443, "shop.example"));
+        assert_eq!(u.display(), "https://shop.example/a?b=1");
+        let u = HttpUrl::parse_target("https://127.0.0.1:8443").unwrap();
+        assert_eq!(u.display(), "https://127.0.0.1:8443/");
+        assert!(HttpUrl::parse_target("https://h:0/").is_err());
+        assert!(
+            HttpUrl::parse("https://h/").is_err(),
             "echo --next stays http"
         );
     }

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Protocol
 
 from pytest_netperf import defaults
+from pytest_netperf.drivers.tls_options import TlsOptions
 from pytest_netperf.errors import DriverError
 from pytest_netperf.results.model import RoundResult
 
@@ -36,6 +37,8 @@ class LoadShape:
     #: iperf3 rounds: ``tcp`` (a stream over ``connections`` parallel connections) or ``udp``
     #: (``rate`` datagrams per second).
     protocol: str = "tcp"
+    #: ``https://`` targets: certificates, resumption and version (None: the driver's defaults).
+    tls: Optional[TlsOptions] = None
     extra: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property

@@ -20,6 +20,7 @@ _EXIT_MEANINGS = {
     3: "could not reach the target",
     4: "was interrupted",
     5: "lost the target mid-round",
+    6: "failed the TLS handshake",
 }
 
 
@@ -74,6 +75,8 @@ class RustDriver:
             args.append("--new-connection-per-request")
         if shape.payload is not None:
             args += ["--payload", str(int(shape.payload))]
+        if shape.tls is not None and url.startswith("https://"):
+            args += shape.tls.argv()
         for key, value in sorted(shape.extra.items()):
             flag = "--" + key.replace("_", "-")
             if value is True:

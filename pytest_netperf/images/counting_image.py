@@ -24,8 +24,9 @@ TRACE_WRAPPER = "/usr/local/bin/netperf-trace"
 #: Repository of counting images; the tag is the short id of the image they extend.
 COUNTING_REPOSITORY = "pytest-netperf/counting"
 
-#: ``netperf-trace TOOL OUTDIR -- COMMAND...``: COMMAND under valgrind (``instructions``) or
-#: strace (``syscalls``), its counts written to OUTDIR. TERM or INT to the wrapper sends TERM
+#: ``netperf-trace TOOL OUTDIR -- COMMAND...``: COMMAND under valgrind's cachegrind
+#: (``instructions``), its callgrind with call stacks (``stacks``: the profile behind the report's
+#: flame graph) or strace (``syscalls``), its counts written to OUTDIR. TERM or INT to the wrapper sends TERM
 #: to every process of the server (valgrind runs inside each of them; strace is their parent).
 #: The wrapper then waits (up to 30 s) for every process of the container but init and itself, not only
 #: for COMMAND: a start script that runs its server without ``exec`` (``envsubst … && nginx``)
@@ -38,6 +39,10 @@ case "$tool" in
   instructions)
     valgrind --tool=cachegrind --cache-sim=no --trace-children=yes \
       --cachegrind-out-file="$out/cachegrind.%p" --log-file="$out/valgrind.%p.log" "$@" &
+    target=self ;;
+  stacks)
+    valgrind --tool=callgrind --separate-callers=24 --trace-children=yes \
+      --callgrind-out-file="$out/callgrind.%p" --log-file="$out/valgrind.%p.log" "$@" &
     target=self ;;
   syscalls)
     strace -f -c -o "$out/strace.txt" "$@" &

@@ -39,7 +39,15 @@ from urllib.parse import urlsplit, urlunsplit
 from pytest_netperf import defaults
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import NetperfError
-from pytest_netperf.results.counted import CountedCost, CountedRun, counting_tool, implausible, marginal
+from pytest_netperf.results.counted import (
+    INSTRUCTIONS,
+    STACKS,
+    CountedCost,
+    CountedRun,
+    counting_tool,
+    implausible,
+    marginal,
+)
 from pytest_netperf.results.model import RoundResult
 
 
@@ -85,17 +93,20 @@ class CountingPassError(NetperfError):
 
 @dataclass(frozen=True)
 class CountingPlan:
-    """How much the counting pass counts: two request counts, repeated, each run bounded in time."""
+    """How much the counting pass counts: two request counts, repeated, each run bounded in time;
+    with ``stacks``, one more pair of runs under callgrind gives the instructions' call stacks
+    (for the report's flame graph; the budget is judged on cachegrind's counts alone)."""
 
     low: int = round(defaults.COUNTING_REQUESTS * defaults.COUNTING_LOW_SHARE)
     high: int = defaults.COUNTING_REQUESTS
     repetitions: int = defaults.COUNTING_REPETITIONS
     time_limit_s: float = defaults.COUNTING_TIME_LIMIT_S
+    stacks: bool = False
 
     @classmethod
-    def of(cls, requests: int, repetitions: int, time_limit_s: float) -> CountingPlan:
+    def of(cls, requests: int, repetitions: int, time_limit_s: float, stacks: bool = False) -> CountingPlan:
         """The plan counting ``requests`` (and a fifth of them) ``repetitions`` times."""
-        return cls(max(1, round(requests * defaults.COUNTING_LOW_SHARE)), requests, repetitions, time_limit_s)
+        return cls(max(1, round(requests * defaults.COUNTING_LOW_SHARE)), requests, repetitions, time_limit_s, stacks)
 
 
 #: A larger count answered faster than this is not paced against (nothing periodic fits in it).
@@ -177,7 +188,8 @@ def count_tools(
     only itself. With ``parallel`` each tool's repetitions run in a thread of their own, beside
     the other tool's (each run has a clone and a connection of its own): the pass takes as long
     as its slower tool instead of both, and its counts spread as they do alone
-    (benchmarks/counting_gate_power.py --both-tools).
+    (benchmarks/counting_gate_power.py --both-tools). With ``plan.stacks`` the instructions
+    get their call stacks from one profiling pair of runs after their own (:func:`with_stacks`).
     """
     plan = plan or CountingPlan()
     tools = list(tools)
@@ -187,7 +199,13 @@ def count_tools(
             cost = marginal(counter.node, _ToolCount(counter, tool, run, url, shape, plan, clock).repetitions(progress))
         except NetperfError as exc:  # too few answers, the clone (CountingError, its image) or the driver
             return str(exc)
-        return implausible(cost) or cost
+        problem = implausible(cost)
+        if problem:
+            return problem
+        if plan.stacks and tool == INSTRUCTIONS:
+            profile = _ToolCount(counter, STACKS, run, url, shape, replace(plan, repetitions=1), clock)
+            cost = with_stacks(cost, profile, progress)
+        return cost
 
     if parallel and len(tools) > 1:
         with ThreadPoolExecutor(max_workers=len(tools), thread_name_prefix="netperf-cost") as pool:
@@ -198,6 +216,19 @@ def count_tools(
     costs = {tool: r for tool, r in results.items() if isinstance(r, CountedCost)}
     errors = {tool: r for tool, r in results.items() if isinstance(r, str)}
     return costs, errors
+
+
+def with_stacks(
+    cost: CountedCost, profile: _ToolCount, progress: Callable[[str], None] = lambda _: None
+) -> CountedCost:
+    """``cost`` with the call stacks per request of one ``profile`` pair (callgrind); ``cost``
+    as it is when the profiling run fails (the picture is left out, never the verdict)."""
+    try:
+        stacks = marginal(cost.node, profile.repetitions(progress)).stacks
+    except NetperfError as exc:
+        progress(f"counting pass {cost.node}: no call stacks ({exc})")
+        return cost
+    return replace(cost, stacks=stacks)
 
 
 @dataclass(frozen=True)

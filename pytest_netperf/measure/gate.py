@@ -93,7 +93,10 @@ class Gate:
         notes: Optional[list[str]] = None,
         noise: Optional[NoiseFloor] = None,
         missing_baseline_note: str = MISSING_BASELINE_NOTE,
+        stacks: bool = False,
     ) -> None:
+        """``stacks``: the counting pass also profiles the instructions' call stacks (one
+        callgrind pair per side) for the HTML report's flame graph."""
         self.test_id = test_id
         self.budgets = list(budgets)
         self.settings = settings
@@ -108,7 +111,7 @@ class Gate:
         self.implicit_error_budget = not any(b.metric in ERROR_METRICS for b in self.budgets)
         self._system_budgets = system_budgets(self.budgets)
         self.counting_plan = CountingPlan.of(
-            settings.counting_requests, settings.counting_repetitions, settings.counting_time_limit_s
+            settings.counting_requests, settings.counting_repetitions, settings.counting_time_limit_s, stacks
         )
         self._rounds = TimedRounds(
             test_id,

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_netperf import defaults
+from pytest_netperf.drivers.tls_options import TlsOptions
 from pytest_netperf.errors import NetperfError
 
 
@@ -97,6 +98,11 @@ def check_load_option(given: str, name: str, value: Any) -> Any:
         raise bad("an HTTP method such as 'GET'")
     if name == "new_connection_per_request" and not isinstance(value, bool):
         raise bad("True or False")
+    if name == "tls" and value is not None:
+        try:
+            return TlsOptions.of(value)
+        except ValueError as exc:
+            raise bad(f"TLS options such as {{'ca': 'ca.pem'}} ({exc})") from exc
     return value
 
 

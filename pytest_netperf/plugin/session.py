@@ -173,6 +173,7 @@ class NetperfPlugin:
             notes=choice.notes,
             noise=self.noise_floor(),
             missing_baseline_note=choice.missing_note,
+            stacks=self.report.html_path is not None,  # the flame graphs of the HTML report
         )
         for warning in gate.noise_warnings():  # say it before minutes are spent on it
             record_warning(self.config, f"{item.nodeid}: {warning}", item)

@@ -2,7 +2,9 @@
 
 The verdict table comes first, worst verdicts on top; then one section per test, failing
 tests open and passing ones folded (``<details>``), each with its rows, notes, the facts of
-its measured series and its plots inlined as ``data:`` PNGs. A header names the machine and
+its measured series and its plots inlined as ``data:`` PNGs; a counted instructions budget that
+moved shows where the cost went: a differential flame graph (inline SVG, see
+report/flamegraph.py) and the functions that changed most. A header names the machine and
 the versions. No script, no external file: the page reads the same from a downloaded
 artifact as from the disk it was written to. Every text is escaped.
 """
@@ -13,9 +15,11 @@ import base64
 import html
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional
 
 from pytest_netperf.atomic_file import write_text_atomic
+from pytest_netperf.report.cost_picture import CostPicture, function_changes
+from pytest_netperf.report.flamegraph import FlamegraphError, draw, inline_svg
 from pytest_netperf.report.rows import ReportRow, as_rows, describe_facts, summary_line, verdict_rank
 from pytest_netperf.verdict.status import Status
 
@@ -34,7 +38,11 @@ th{background:#f6f8fa} td.num{text-align:right;font-variant-numeric:tabular-nums
 summary{cursor:pointer;font-weight:600} ul{margin:4px 0 8px}
 img{max-width:100%;border:1px solid #d0d7de;margin:6px 8px 6px 0}
 .plots{display:flex;flex-wrap:wrap}
+h3{font-size:15px;margin:16px 0 6px} .flamegraph svg{border:1px solid #d0d7de;height:auto}
+table.diff{width:auto} td.grew{color:#b42318} td.shrank{color:#1f5fbf}
 """
+#: Draws one picture: (picture, title) -> SVG text; FlamegraphError when it cannot.
+Draw = Callable[[CostPicture, str], str]
 
 
 def html_report(
@@ -43,9 +51,11 @@ def html_report(
     machine: Mapping[str, Any] | None = None,
     notes: Sequence[str] = (),
     title: str = "netperf results",
+    draw_picture: Optional[Draw] = None,
 ) -> str:
     """The page for ``rows`` (objects or dicts), with each test's ``plots`` (PNG paths; a
-    file that cannot be read is named instead), the ``machine`` facts and the run's notes."""
+    file that cannot be read is named instead), the ``machine`` facts and the run's notes;
+    ``draw_picture`` draws the flame graphs (default: ``netperf-driver flamegraph``)."""
     ordered = sorted(as_rows(rows), key=lambda r: verdict_rank(r.verdict))
     plots = plots or {}
     parts = [
@@ -63,7 +73,7 @@ def html_report(
     parts.append("<h2>Tests</h2>")
     for test_id in _tests_worst_first(ordered):
         test_rows = [r for r in ordered if _node(r.test_id) == test_id]
-        parts.append(_test_section(test_id, test_rows, plots.get(test_id, ())))
+        parts.append(_test_section(test_id, test_rows, plots.get(test_id, ()), draw_picture or draw))
     parts.append("</body></html>")
     return "\n".join(parts)
 
@@ -121,7 +131,7 @@ def _anchor(test_id: str) -> str:
     return "t-" + "".join(c if c.isalnum() else "-" for c in _node(test_id))
 
 
-def _test_section(test_id: str, rows: Sequence[ReportRow], plots: Sequence[str]) -> str:
+def _test_section(test_id: str, rows: Sequence[ReportRow], plots: Sequence[str], draw_picture: Draw) -> str:
     worst = rows[0].verdict
     opened = " open" if worst in _BAD else ""
     lines = [
@@ -144,10 +154,47 @@ def _test_section(test_id: str, rows: Sequence[ReportRow], plots: Sequence[str])
     facts = describe_facts(rows[0].facts)
     if facts:
         lines.append('<ul class="meta">' + "".join(f"<li>{_e(f)}</li>" for f in facts) + "</ul>")
+    pictures = [(r, CostPicture.from_dict(p)) for r in rows for p in r.pictures]
+    for number, (r, picture) in enumerate(pictures, 1):
+        lines.append(_cost_picture(r, picture, draw_picture, f"{_anchor(test_id)}-cost-{number}"))
     if plots:
         lines.append('<div class="plots">' + "".join(_image(p) for p in plots) + "</div>")
     lines.append("</details>")
     return "\n".join(lines)
+
+
+def _cost_picture(row: ReportRow, picture: CostPicture, draw_picture: Draw, anchor: str) -> str:
+    """Where a counted budget's instructions went (a section with id ``anchor``): the flame
+    graph and the functions that changed most (the table alone, saying why, when the picture
+    cannot be drawn)."""
+    title = f"{row.test_id}: {picture.node}, {row.budget}"
+    try:
+        graph = f'<div class="flamegraph">{inline_svg(draw_picture(picture, title))}</div>'
+    except FlamegraphError as exc:
+        graph = f'<p class="meta">flame graph not drawn: {_e(exc)}</p>'
+    return "\n".join(
+        [
+            f'<div class="cost-picture" id="{anchor}">',
+            f"<h3>Where the instructions went: <code>{_e(picture.node)}</code>, <code>{_e(row.budget)}</code>, "
+            f"candidate against {_e(picture.reference)}</h3>",
+            graph,
+            _function_table(picture),
+            "</div>",
+        ]
+    )
+
+
+def _function_table(picture: CostPicture) -> str:
+    changes = function_changes(picture)
+    if not changes:
+        return '<p class="meta">no function changed its instructions per request</p>'
+    head = f"<tr><th>function</th><th>{_e(picture.reference)}</th><th>candidate</th><th>change per request</th></tr>"
+    body = "".join(
+        f"<tr><td><code>{_e(name)}</code></td><td class=num>{before:,.1f}</td><td class=num>{after:,.1f}</td>"
+        f'<td class="num {"grew" if change > 0 else "shrank"}">{change:+,.1f}</td></tr>'
+        for name, before, after, change in changes
+    )
+    return f'<table class="diff"><thead>{head}</thead><tbody>{body}</tbody></table>'
 
 
 def _image(path: str) -> str:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 from pytest_netperf.measure.design import DESCRIPTIONS
+from pytest_netperf.report.cost_picture import pictures_for
 from pytest_netperf.report.counted import COUNTED_FACT, counted_fact, outcome_notes
 from pytest_netperf.report.load_workers import LOAD_WORKERS_FACT, workers_fact
 from pytest_netperf.report.runner_state import RUNNER_KEY, runner_json, runner_note
@@ -46,6 +47,9 @@ class ReportRow:
     design: str = ""
     #: How busy the runner was during the measurement's rounds (report/runner_state.py); empty when unread.
     runner: dict[str, Any] = field(default_factory=dict)
+    #: A counted instructions budget that moved: both sides' call stacks and functions per node,
+    #: for the HTML report's flame graph (report/cost_picture.py :class:`CostPicture` dicts).
+    pictures: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.verdict = Status.parse(self.verdict).value
@@ -58,6 +62,7 @@ class ReportRow:
         data["notes"] = list(data.get("notes") or [])
         data["raw"] = dict(data.get("raw") or {})
         data["runner"] = dict(data.get("runner") or {})
+        data["pictures"] = [dict(p) for p in data.get("pictures") or []]
         data["facts"] = {
             str(label): {str(k): str(v) for k, v in (facts or {}).items()}
             for label, facts in (data.get("facts") or {}).items()
@@ -192,6 +197,7 @@ def row_for_outcome(outcome: BudgetOutcome, gate: Gate) -> ReportRow:
         facts=series_facts(m),
         design=compared_design(m, outcome.budget),
         runner=runner_json(m) or {},
+        pictures=[p.to_dict() for p in pictures_for(outcome, m)],
     )
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_netperf import defaults
+from pytest_netperf.results.stacks import heaviest, marginal_stacks
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,12 @@ COUNTING_TOOLS: Mapping[str, CountingTool] = {
     )
 }
 TOOLS = tuple(COUNTING_TOOLS)
+#: The profiling run of valgrind's callgrind: instructions by call stack, for the report's flame
+#: graph. It feeds no budget (its count is not the budget's: see docs/reports.md); its stacks
+#: go on the ``instructions`` cost of the same node.
+STACKS = "stacks"
+#: Every tool a counting clone can run.
+PROFILE_TOOLS = (*TOOLS, STACKS)
 
 
 def counting_tool(name: str) -> CountingTool:
@@ -95,6 +102,8 @@ class CountedRun:
     seconds: float = 0.0
     #: processes whose counts were read (nginx master and workers, …)
     processes: int = 1
+    #: instructions by folded call stack ``root;…;leaf`` (the ``stacks`` tool only)
+    stacks: Mapping[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -113,6 +122,9 @@ class CountedCost:
     #: the parts (functions, system calls) whose count per request moved between repetitions
     #: by at least the tool's ``named_floor``: name -> (smallest, largest), widest first
     varying: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    #: instructions per request by folded call stack ``root;…;leaf`` (the heaviest, the rest as
+    #: one ``[other stacks]``); empty when no profiling run gave stacks
+    stacks: Mapping[str, float] = field(default_factory=dict)
 
     @property
     def median(self) -> float:
@@ -139,6 +151,7 @@ class CountedCost:
             "requests": list(self.requests),
             "seconds": self.seconds,
             "varying": {name: list(span) for name, span in self.varying.items()},
+            "stacks": dict(self.stacks),
         }
 
     @classmethod
@@ -157,6 +170,7 @@ class CountedCost:
                 for k, v in dict(doc.get("varying") or {}).items()
                 if isinstance(v, (list, tuple)) and len(v) == 2
             },
+            stacks={str(k): float(v) for k, v in dict(doc.get("stacks") or {}).items()},
         )
 
 
@@ -182,8 +196,16 @@ def marginal(node: str, pairs: Sequence[tuple[CountedRun, CountedRun]]) -> Count
         by_name={name: float(statistics.median(values)) for name, values in per_name.items()},
         requests=(first_low.requests, first_high.requests),
         seconds=sum(low.seconds + high.seconds for low, high in pairs),
-        varying=varying_parts(per_name, counting_tool(first_low.tool).named_floor),
+        varying=varying_parts(per_name, counting_tool(_counted_as(first_low.tool)).named_floor),
+        stacks=heaviest(
+            marginal_stacks([(low.stacks, high.stacks, high.requests - low.requests) for low, high in pairs])
+        ),
     )
+
+
+def _counted_as(tool: str) -> str:
+    """The counting tool whose floors a tool's counts are held to (``stacks``: instructions')."""
+    return INSTRUCTIONS if tool == STACKS else tool
 
 
 def varying_parts(per_name: Mapping[str, Sequence[float]], floor: float) -> dict[str, tuple[float, float]]:
@@ -198,7 +220,7 @@ def varying_parts(per_name: Mapping[str, Sequence[float]], floor: float) -> dict
 def implausible(cost: CountedCost) -> str:
     """Why ``cost`` cannot be a count of the requests' work (a repetition under the tool's
     plausibility floor, zero or negative), or "" when it can."""
-    floor = counting_tool(cost.tool).plausible_floor
+    floor = counting_tool(_counted_as(cost.tool)).plausible_floor
     low = min(cost.per_request)
     if low >= floor and low > 0:
         return ""

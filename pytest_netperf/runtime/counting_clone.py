@@ -29,7 +29,8 @@ from docker.models.containers import Container
 from pytest_netperf.engine import labels as L
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.images.counting_image import TRACE_WRAPPER, counting_image
-from pytest_netperf.results.counted import INSTRUCTIONS, TOOLS, CountedRun
+from pytest_netperf.results.counted import INSTRUCTIONS, PROFILE_TOOLS, STACKS, CountedRun
+from pytest_netperf.runtime.callgrind_output import by_leaf, merge_callgrind
 from pytest_netperf.runtime.cgroups import CgroupError, counters_from_docker_stats, locate, read_counters
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.trace_output import (
@@ -105,8 +106,10 @@ class NodeCounter:
         Send the requests to its ``address``, then call :meth:`CountingClone.counts` for what
         the tool counted. Raises CountingError when it does not start, listen or settle within
         ``time_limit_s`` (the whole counted run's bound) or the readiness timeout."""
-        if tool not in TOOLS:
-            raise CountingError(f"{self.node}: unknown counting tool {tool!r}; expected one of {', '.join(TOOLS)}")
+        if tool not in PROFILE_TOOLS:
+            raise CountingError(
+                f"{self.node}: unknown counting tool {tool!r}; expected one of {', '.join(PROFILE_TOOLS)}"
+            )
         started = time.monotonic()
         deadline = started + time_limit_s
         pod = self._start_companion() if self.companion is not None else None
@@ -233,8 +236,9 @@ class CountingClone:
         """Stop the server (TERM) and read what the tool counted while it served ``requests`` requests."""
         timeout = min(STOP_TIMEOUT_S, max(5.0, self._deadline - time.monotonic()))
         self._stop(timeout)
-        total, by_name, processes = self._parse(_read_dir(self._container, OUTPUT_DIR))
-        return CountedRun(self.tool, requests, total, by_name, time.monotonic() - self._started, processes)
+        total, by_name, processes, stacks = self._parse(_read_dir(self._container, OUTPUT_DIR))
+        seconds = time.monotonic() - self._started
+        return CountedRun(self.tool, requests, total, by_name, seconds, processes, stacks)
 
     def _stop(self, timeout_s: float) -> None:
         self._container.stop(timeout=int(max(1.0, timeout_s)))
@@ -246,27 +250,35 @@ class CountingClone:
                 f"(killed; its counts are lost)\n{_logs(self._container)}"
             )
 
-    def _parse(self, files: Mapping[str, str]) -> tuple[float, dict[str, float], int]:
+    def _parse(self, files: Mapping[str, str]) -> tuple[float, dict[str, float], int, dict[str, float]]:
+        """(total, by name, processes counted, folded stacks: only for ``stacks``) of the tool's files."""
         try:
-            if self.tool == INSTRUCTIONS:
-                logs = {n: t for n, t in files.items() if n.endswith(".log")}
-                problems = valgrind_problems(logs)
-                if problems:
-                    raise CountingError(
-                        f"{self._node}: a process was not counted (its workers would be missing): "
-                        + "; ".join(problems[:3])
-                    )
-                outputs = {n: t for n, t in files.items() if "/cachegrind." in f"/{n}"}
-                if not outputs:
-                    raise CountingError(f"{self._node}: valgrind wrote no counts\n{_logs(self._container)}")
-                return merge_cachegrind(outputs)
+            if self.tool in (INSTRUCTIONS, STACKS):
+                return self._parse_valgrind(files)
             text = next((t for n, t in files.items() if n.endswith("strace.txt")), None)
             if text is None:
                 raise CountingError(f"{self._node}: strace wrote no summary\n{_logs(self._container)}")
             total, by_call = strace_counts(text)
-            return total, by_call, 1
+            return total, by_call, 1, {}
         except TraceOutputError as exc:
             raise CountingError(f"{self._node}: {exc}\n{_logs(self._container)}") from exc
+
+    def _parse_valgrind(self, files: Mapping[str, str]) -> tuple[float, dict[str, float], int, dict[str, float]]:
+        logs = {n: t for n, t in files.items() if n.endswith(".log")}
+        problems = valgrind_problems(logs)
+        if problems:
+            raise CountingError(
+                f"{self._node}: a process was not counted (its workers would be missing): " + "; ".join(problems[:3])
+            )
+        prefix = "/callgrind." if self.tool == STACKS else "/cachegrind."
+        outputs = {n: t for n, t in files.items() if prefix in f"/{n}"}
+        if not outputs:
+            raise CountingError(f"{self._node}: valgrind wrote no counts\n{_logs(self._container)}")
+        if self.tool == STACKS:
+            total, stacks, processes = merge_callgrind(outputs)
+            return total, by_leaf(stacks), processes, stacks
+        total, by_name, processes = merge_cachegrind(outputs)
+        return total, by_name, processes, {}
 
 
 def _cpu_reader(container: Container) -> Callable[[], int]:

@@ -82,10 +82,11 @@ def strace_counts(text: str) -> tuple[float, dict[str, float]]:
 
 
 def valgrind_problems(logs: Mapping[str, str]) -> list[str]:
-    """Lines of valgrind's logs that mean a process was not counted (an output it could not open)."""
+    """Lines of valgrind's logs that mean a process was not counted (an output it could not open:
+    cachegrind says "can't open", callgrind "can not open")."""
     found = []
     for name, text in sorted(logs.items()):
         for line in text.splitlines():
-            if "can't open" in line or "cannot open" in line:
+            if "can't open" in line or "cannot open" in line or "can not open" in line:
                 found.append(f"{name}: {line.strip()}")
     return found

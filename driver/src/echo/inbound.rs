@@ -6,6 +6,7 @@ use mio::net::TcpStream;
 
 use super::burn;
 use super::params::EchoParams;
+use super::tls_io;
 use crate::http1::{parse_request_head, reason_phrase, BodyReader};
 
 /// Filler bytes for sized bodies.
@@ -60,6 +61,8 @@ pub struct Inbound {
     close_after: bool,
     peer_eof: bool,
     pending_hops: u32,
+    /// HTTPS: the TLS session (None: cleartext).
+    tls: Option<Box<rustls::ServerConnection>>,
 }
 
 impl Inbound {
@@ -76,11 +79,28 @@ impl Inbound {
             close_after: false,
             peer_eof: false,
             pending_hops: 1,
+            tls: None,
         }
+    }
+
+    /// Serve this connection over TLS with `session` (its handshake still to come).
+    pub fn with_tls(mut self, session: rustls::ServerConnection) -> Self {
+        self.tls = Some(Box::new(session));
+        self
     }
 
     /// Read everything available.
     pub fn read_available(&mut self, scratch: &mut [u8]) -> io::Result<()> {
+        if let Some(tls) = &mut self.tls {
+            self.peer_eof |= tls_io::read_into(tls, &mut self.stream, &mut self.rbuf)?;
+            if self.rbuf.len() > MAX_BUFFERED {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "too much unparsed input",
+                ));
+            }
+            return Ok(());
+        }
         loop {
             match self.stream.read(scratch) {
                 Ok(0) => {
@@ -353,6 +373,9 @@ impl Inbound {
 
     /// Write pending output; `Ok(true)` when everything went out.
     pub fn flush(&mut self) -> io::Result<bool> {
+        if self.tls.is_some() {
+            return self.flush_tls();
+        }
         while self.out_pos < self.out.len() {
             match self.stream.write(&self.out[self.out_pos..]) {
                 Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -372,6 +395,33 @@ impl Inbound {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// [`Self::flush`] over TLS: handshake records first, then the response encrypted.
+    fn flush_tls(&mut self) -> io::Result<bool> {
+        let Some(tls) = &mut self.tls else {
+            return Ok(true);
+        };
+        if !tls_io::write_records(tls, &mut self.stream)? {
+            return Ok(false);
+        }
+        if self.out_pos < self.out.len() {
+            self.out_pos += tls_io::write_plain(tls, &mut self.stream, &self.out[self.out_pos..])?;
+            if self.out_pos < self.out.len() || tls.wants_write() {
+                return Ok(false);
+            }
+        }
+        self.out.clear();
+        self.out_pos = 0;
+        while self.body_left > 0 {
+            let n = self.body_left.min(FILLER.len() as u64) as usize;
+            let took = tls_io::write_plain(tls, &mut self.stream, &FILLER[..n])?;
+            self.body_left -= took as u64;
+            if took < n || tls.wants_write() {
+                return Ok(false);
             }
         }
         Ok(true)

@@ -1,10 +1,12 @@
-//! `netperf-driver echo`: a keep-alive HTTP/1.1 server with delays, CPU burns, sizes,
-//! statuses and call chains, run as one mio event loop per thread on SO_REUSEPORT listeners.
+//! `netperf-driver echo`: a keep-alive HTTP/1.1 server (cleartext, or HTTPS with
+//! `--tls-cert`) with delays, CPU burns, sizes, statuses and call chains, run as one mio
+//! event loop per thread on SO_REUSEPORT listeners.
 
 mod burn;
 mod inbound;
 mod params;
 pub mod tcp;
+mod tls_io;
 mod upstream;
 mod worker;
 
@@ -29,12 +31,15 @@ pub struct EchoConfig {
     pub threads: usize,
     /// Also serve raw TCP echo here (`--tcp-echo`).
     pub tcp_echo: Option<String>,
+    /// Serve HTTPS with this configuration (`--tls-cert`); None: cleartext.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Settings shared by all worker threads.
 pub(crate) struct Shared {
     pub id_header: Vec<u8>,
     pub next: Option<HttpUrl>,
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Resolve `listen` to one socket address.
@@ -84,6 +89,7 @@ pub fn serve(cfg: EchoConfig) -> Result<(), String> {
     let shared = Arc::new(Shared {
         id_header,
         next: cfg.next.clone(),
+        tls: cfg.tls.clone(),
     });
     let tcp = match &cfg.tcp_echo {
         Some(listen) => {

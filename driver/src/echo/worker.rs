@@ -118,7 +118,16 @@ impl Worker {
                         .register(&mut stream, Token(idx + FIRST), interest)
                         .is_ok()
                     {
-                        self.slots.insert(Slot::In(Inbound::new(stream, self.gen)));
+                        let conn = Inbound::new(stream, self.gen);
+                        let conn = match &self.shared.tls {
+                            None => conn,
+                            Some(config) => match rustls::ServerConnection::new(Arc::clone(config))
+                            {
+                                Ok(session) => conn.with_tls(session),
+                                Err(_) => continue, // dropped: closed
+                            },
+                        };
+                        self.slots.insert(Slot::In(conn));
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,

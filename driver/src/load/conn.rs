@@ -8,7 +8,10 @@ use mio::net::TcpStream;
 
 use super::liveness::ConnectError;
 use super::stats::ErrorKind;
+use super::tls_conn::{Handshake, Pull, TlsConn};
 use crate::http1::{parse_response_head, BodyReader};
+use crate::tls::client::TlsTarget;
+use crate::tls::diagnose::{looks_like_tls, TlsFailure};
 
 /// Connection state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +72,8 @@ pub struct ClientConn {
     pub connects: u64,
     /// Do not reconnect before this time.
     pub retry_at_ns: u64,
+    /// TLS session of an `https://` connection (None: cleartext, the fast path).
+    pub tls: Option<Box<TlsConn>>,
     wpos: usize,
     head_buf: Vec<u8>,
     head: Option<(u16, bool)>,
@@ -86,6 +91,7 @@ impl ClientConn {
             connect_started_ns: 0,
             connects: 0,
             retry_at_ns: 0,
+            tls: None,
             wpos: 0,
             head_buf: Vec::new(),
             head: None,
@@ -104,9 +110,37 @@ impl ClientConn {
         Ok(c)
     }
 
+    /// Attach the TLS session of a connection that completed its handshake before the run.
+    pub fn with_tls(mut self, tls: TlsConn) -> Self {
+        self.tls = Some(Box::new(tls));
+        self
+    }
+
+    /// The TCP connection is up: start the TLS handshake (the ClientHello goes out now).
+    pub fn start_tls(&mut self, target: &TlsTarget, now_ns: u64) -> Result<(), TlsFailure> {
+        let mut tls = TlsConn::new(target, now_ns)?;
+        if let Some(stream) = &mut self.stream {
+            tls.flush(stream).map_err(|kind| TlsFailure {
+                kind,
+                message: "the connection failed while sending the ClientHello".into(),
+            })?;
+        }
+        self.tls = Some(Box::new(tls));
+        Ok(())
+    }
+
+    /// A handshake completed and why the connection failed, since last asked (TLS only).
+    pub fn take_tls_events(&mut self) -> (Option<Handshake>, Option<TlsFailure>) {
+        match &mut self.tls {
+            Some(t) => (t.finished.take(), t.failure.take()),
+            None => (None, None),
+        }
+    }
+
     /// Start a non-blocking connect.
     pub fn start_connect(&mut self, addr: SocketAddr, now_ns: u64) -> Result<(), ConnectError> {
         self.reset_parser();
+        self.tls = None;
         self.connect_started_ns = now_ns;
         self.connects += 1;
         let stream = TcpStream::connect(addr).map_err(|e| ConnectError::from_io(&e))?;
@@ -148,6 +182,9 @@ impl ClientConn {
         let Some(stream) = &mut self.stream else {
             return Err(ErrorKind::Other);
         };
+        if let Some(tls) = &mut self.tls {
+            return tls.write(stream, request, &mut self.wpos);
+        }
         let start = self.wpos;
         while self.wpos < request.len() {
             match stream.write(&request[self.wpos..]) {
@@ -163,7 +200,9 @@ impl ClientConn {
 
     /// True while part of the request is still unwritten.
     pub fn write_pending(&self, request: &[u8]) -> bool {
-        self.state == ConnState::Busy && self.wpos < request.len()
+        self.state == ConnState::Busy
+            && (self.wpos < request.len()
+                || self.tls.as_ref().is_some_and(|t| t.session.wants_write()))
     }
 
     /// Read what is available and frame the response. Returns the outcome and the
@@ -172,23 +211,16 @@ impl ClientConn {
         if self.stream.is_none() {
             return (ReadOutcome::Failed(ErrorKind::Other), 0);
         }
+        if let Some(mut tls) = self.tls.take() {
+            let result = self.read_tls_response(&mut tls, scratch, framing);
+            self.tls = Some(tls);
+            return result;
+        }
         let mut total = 0;
         loop {
             let read = self.stream.as_mut().expect("checked above").read(scratch);
             let n = match read {
-                Ok(0) => {
-                    let outcome =
-                        if matches!(self.body, BodyReader::UntilClose) && self.head.is_some() {
-                            let status = self.head.map(|h| h.0).unwrap_or(0);
-                            ReadOutcome::Complete {
-                                status,
-                                keep_alive: false,
-                            }
-                        } else {
-                            ReadOutcome::Failed(ErrorKind::ReadError)
-                        };
-                    return (outcome, total);
-                }
+                Ok(0) => return (self.eof_outcome(), total),
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
                     return (ReadOutcome::Pending, total)
@@ -206,6 +238,71 @@ impl ClientConn {
                 ReadOutcome::Pending if matches!(self.body, BodyReader::UntilClose) => continue,
                 other => return (other, total),
             }
+        }
+    }
+
+    /// The TLS counterpart of [`Self::read_response`]: read records until the socket would
+    /// block, frame the plaintext as it is decrypted.
+    fn read_tls_response(
+        &mut self,
+        tls: &mut TlsConn,
+        scratch: &mut [u8],
+        framing: Framing,
+    ) -> (ReadOutcome, usize) {
+        let mut total = 0;
+        loop {
+            let pulled = tls.pull(self.stream.as_mut().expect("checked by the caller"));
+            if let Pull::Records(n) = pulled {
+                total += n;
+            }
+            let mut closed = false;
+            loop {
+                match tls.session.reader().read(scratch) {
+                    Ok(0) => {
+                        closed = true; // close_notify
+                        break;
+                    }
+                    Ok(n) => {
+                        let outcome = match framing {
+                            Framing::Http { head } => self.consume(&scratch[..n], head),
+                            Framing::Echo(len) => self.consume_echo(n, len),
+                        };
+                        match outcome {
+                            ReadOutcome::Pending => {}
+                            // TLS records inside TLS: garbage, not a cleartext client's mistake
+                            ReadOutcome::Failed(ErrorKind::PlainToTls) => {
+                                return (ReadOutcome::Failed(ErrorKind::Other), total)
+                            }
+                            other => return (other, total),
+                        }
+                    }
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(_) => {
+                        closed = true; // TCP closed without close_notify
+                        break;
+                    }
+                }
+            }
+            match pulled {
+                Pull::Records(_) if !closed => {}
+                Pull::WouldBlock if !closed => return (ReadOutcome::Pending, total),
+                Pull::Failed(kind) => return (ReadOutcome::Failed(kind), total),
+                _ => return (self.eof_outcome(), total),
+            }
+        }
+    }
+
+    /// The server closed the connection: a response framed by the close is complete,
+    /// anything else is a read error.
+    fn eof_outcome(&self) -> ReadOutcome {
+        if matches!(self.body, BodyReader::UntilClose) && self.head.is_some() {
+            let status = self.head.map(|h| h.0).unwrap_or(0);
+            ReadOutcome::Complete {
+                status,
+                keep_alive: false,
+            }
+        } else {
+            ReadOutcome::Failed(ErrorKind::ReadError)
         }
     }
 
@@ -250,7 +347,17 @@ impl ClientConn {
                     }
                     return ReadOutcome::Pending;
                 }
-                Err(_) => return ReadOutcome::Failed(ErrorKind::Other),
+                Err(_) => {
+                    let seen = if self.head_buf.is_empty() {
+                        data
+                    } else {
+                        &self.head_buf
+                    };
+                    if looks_like_tls(seen) {
+                        return ReadOutcome::Failed(ErrorKind::PlainToTls);
+                    }
+                    return ReadOutcome::Failed(ErrorKind::Other);
+                }
             }
         }
         self.consume_body(rest)
@@ -282,6 +389,7 @@ impl ClientConn {
     /// Drop the socket (the caller deregisters it first).
     pub fn close(&mut self) {
         self.stream = None;
+        self.tls = None;
         self.state = ConnState::Disconnected;
         self.reset_parser();
     }

@@ -6,6 +6,8 @@ pub mod plan;
 pub mod schedule;
 pub mod signal;
 pub mod stats;
+pub mod tls_conn;
+pub mod tls_stats;
 pub mod worker;
 
 use std::io::Write;
@@ -23,6 +25,8 @@ use conn::ClientConn;
 use liveness::Liveness;
 use plan::Plan;
 use stats::ThreadStats;
+use tls_conn::TlsConn;
+use tls_stats::TlsStats;
 use worker::{run_worker, Timeline};
 
 /// Grace after the last timeout before outstanding requests are abandoned.
@@ -36,8 +40,8 @@ pub fn run_http(opts: &HttpOpts) -> Result<(), Failure> {
         .url
         .resolve()
         .map_err(|e| Failure::unreachable(format!("cannot connect to {target}: {e}")))?;
-    let (per_thread, preflight_sockets) = preflight(&mut plan, &addrs, &target)?;
-    let doc = measure(Arc::new(plan), per_thread, preflight_sockets)?;
+    let (per_thread, pre) = preflight(&mut plan, &addrs, &target)?;
+    let doc = measure(Arc::new(plan), per_thread, pre)?;
     let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::other(e.to_string()))?;
     if let Some(path) = &opts.output {
         std::fs::write(path, format!("{json}\n"))
@@ -56,13 +60,21 @@ pub fn run_http(opts: &HttpOpts) -> Result<(), Failure> {
     Ok(())
 }
 
+/// What the connections opened before the clock cost: sockets and TLS handshakes.
+#[derive(Default)]
+struct Preflight {
+    sockets: u64,
+    tls: TlsStats,
+}
+
 /// Open every keep-alive connection before the clock starts (one probe connection for
-/// `--new-connection-per-request`). Fails with exit 3 when the target cannot be reached.
+/// `--new-connection-per-request`), and complete their TLS handshakes. Fails with exit 3
+/// when the target cannot be reached, with exit 6 when TLS fails (naming the cause).
 fn preflight(
     plan: &mut Plan,
     addrs: &[std::net::SocketAddr],
     target: &str,
-) -> Result<(Vec<Vec<ClientConn>>, u64), Failure> {
+) -> Result<(Vec<Vec<ClientConn>>, Preflight), Failure> {
     let timeout = Duration::from_nanos(plan.timeout_ns);
     let mut last_err = None;
     let mut first = None;
@@ -82,9 +94,27 @@ fn preflight(
         Some(s) => s,
         None => return Err(unreachable(last_err.expect("at least one address"))),
     };
-    let mut sockets = 1u64;
+    let mut pre = Preflight {
+        sockets: 1,
+        tls: TlsStats::default(),
+    };
+    let url = plan.url.display();
+    let mut handshake = |stream: &mut TcpStream| -> Result<Option<TlsConn>, Failure> {
+        let Some(tls) = &plan.tls else {
+            return Ok(None);
+        };
+        let mut conn = TlsConn::handshake_blocking(tls, stream, timeout)
+            .map_err(|f| Failure::tls(format!("{url}: {}", f.message)))?;
+        if let Some(h) = conn.finished.take() {
+            pre.tls.handshake(&h, None);
+        }
+        Ok(Some(conn))
+    };
+    let mut first = first;
+    let first_tls = handshake(&mut first)?;
     let mut per_thread: Vec<Vec<ClientConn>> = Vec::with_capacity(plan.threads);
     if plan.new_connection_per_request {
+        drop(first_tls);
         drop(first);
         for t in 0..plan.threads {
             per_thread.push(
@@ -93,32 +123,39 @@ fn preflight(
                     .collect(),
             );
         }
-        return Ok((per_thread, sockets));
+        return Ok((per_thread, pre));
     }
-    let mut pending_first = Some(first);
+    let mut pending_first = Some((first, first_tls));
     for t in 0..plan.threads {
         let mut conns = Vec::with_capacity(plan.connections_of(t));
         for _ in 0..plan.connections_of(t) {
-            let stream = match pending_first.take() {
-                Some(s) => s,
+            let (stream, tls) = match pending_first.take() {
+                Some(pair) => pair,
                 None => {
-                    sockets += 1;
-                    TcpStream::connect_timeout(&plan.addr, timeout).map_err(unreachable)?
+                    pre.sockets += 1;
+                    let mut s =
+                        TcpStream::connect_timeout(&plan.addr, timeout).map_err(unreachable)?;
+                    let tls = handshake(&mut s)?;
+                    (s, tls)
                 }
             };
             let _ = stream.set_nodelay(true);
-            conns.push(ClientConn::connected(stream).map_err(|e| Failure::other(e.to_string()))?);
+            let conn = ClientConn::connected(stream).map_err(|e| Failure::other(e.to_string()))?;
+            conns.push(match tls {
+                Some(tls) => conn.with_tls(tls),
+                None => conn,
+            });
         }
         per_thread.push(conns);
     }
-    Ok((per_thread, sockets))
+    Ok((per_thread, pre))
 }
 
 /// Run the workers over warmup + window and build the document.
 fn measure(
     plan: Arc<Plan>,
     per_thread: Vec<Vec<ClientConn>>,
-    preflight_sockets: u64,
+    pre: Preflight,
 ) -> Result<Document, Failure> {
     signal::install();
     let cpu_before = process_cpu();
@@ -170,12 +207,13 @@ fn measure(
     let wall_s = (mono_ns() - start_ns) as f64 / 1e9;
     let cpu = process_cpu().since(cpu_before);
     let mut stats = merged.ok_or_else(|| Failure::other("no worker threads"))?;
+    stats.tls.merge(&pre.tls);
     stats.finish();
     let facts = RunFacts {
         cpu,
         wall_s,
         threads: utils,
-        preflight_sockets,
+        preflight_sockets: pre.sockets,
     };
     Ok(Document::build(&plan, &stats, &facts))
 }

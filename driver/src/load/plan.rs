@@ -7,6 +7,7 @@ use super::conn::Framing;
 use super::schedule::ArrivalKind;
 use crate::cli::{Arrival, HttpOpts};
 use crate::exit::Failure;
+use crate::tls::client::{sni_host, TlsTarget};
 use crate::url::HttpUrl;
 
 /// Bytes per request of a tcp:// target when --payload is not given.
@@ -40,6 +41,8 @@ pub struct Plan {
     /// Exactly this many requests over all threads (`--requests`), then stop.
     pub requests: Option<u64>,
     pub seed: u64,
+    /// `https://`: the TLS client configuration and server name.
+    pub tls: Option<TlsTarget>,
 }
 
 impl Plan {
@@ -94,6 +97,21 @@ impl Plan {
         if opts.body_size > 64 << 20 {
             return Err(Failure::usage("--body-size above 64 MiB"));
         }
+        let tls = if url.tls {
+            let host_header = headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("host"))
+                .map(|(_, v)| v.as_str());
+            let sni = sni_host(&url.host, host_header);
+            Some(TlsTarget::from_opts(&opts.tls, &sni).map_err(Failure::usage)?)
+        } else {
+            if let Some(flag) = opts.tls.first_given() {
+                return Err(Failure::usage(format!(
+                    "{flag} is a TLS option: it needs an https:// URL"
+                )));
+            }
+            None
+        };
         let connections = opts.connections as usize;
         let threads = opts
             .threads
@@ -148,6 +166,7 @@ impl Plan {
             realtime: opts.realtime,
             requests: opts.requests,
             seed: opts.seed,
+            tls,
         })
     }
 
@@ -311,8 +330,32 @@ mod tests {
     }
 
     #[test]
+    fn https_targets_carry_tls_settings() {
+        let p = plan(&[
+            "https://127.0.0.1:8443/",
+            "--insecure",
+            "-H",
+            "Host: shop.example",
+        ])
+        .unwrap();
+        let tls = p.tls.expect("https");
+        assert_eq!(tls.settings.server_name, "shop.example");
+        assert_eq!(
+            String::from_utf8(p.request).unwrap(),
+            "GET / HTTP/1.1\r\nHost: shop.example\r\n\r\n"
+        );
+        let p = plan(&["https://localhost/", "--insecure", "--tls-version", "1.3"]).unwrap();
+        assert_eq!(p.tls.unwrap().settings.versions, vec!["TLSv1.3"]);
+        assert!(
+            plan(&["http://h/", "--insecure"]).is_err(),
+            "TLS option on http://"
+        );
+        assert!(plan(&["https://h/", "--ca", "/nonexistent.pem"]).is_err());
+    }
+
+    #[test]
     fn rejects_bad_input() {
-        assert!(plan(&["https://h/"]).is_err());
+        assert!(plan(&["ftp://h/"]).is_err());
         assert!(plan(&["http://h/", "-H", "nocolon"]).is_err());
         assert!(plan(&["http://h/", "-m", "G T"]).is_err());
         assert!(plan(&["http://h/", "-d", "2h", "--interval", "1s"]).is_err());

@@ -1,5 +1,8 @@
 //! Per-thread measurement state: histograms, counters, intervals; merged at the end.
 
+use std::collections::BTreeMap;
+
+use super::tls_stats::TlsStats;
 use crate::health::CpuTimes;
 use crate::hist::{self, IntervalHistogram, LatencyHistogram};
 
@@ -14,10 +17,19 @@ pub enum ErrorKind {
     Other = 5,
     /// Open loop: the request never left the client queue (no free connection in time).
     QueueTimeout = 6,
+    /// TLS: a certificate was rejected (the server's by us: unknown CA, bad name; or ours,
+    /// or its absence, by the server).
+    TlsCertificate = 7,
+    /// TLS: the handshake failed otherwise (alert, no common version or cipher, closed).
+    TlsHandshake = 8,
+    /// `https://` to a server that answered in cleartext (a plain HTTP port).
+    NotTls = 9,
+    /// `http://` to a server that answered with TLS records (an HTTPS port).
+    PlainToTls = 10,
 }
 
 /// Number of error kinds.
-pub const ERROR_KINDS: usize = 7;
+pub const ERROR_KINDS: usize = 11;
 
 /// JSON names of the error kinds, indexed by `ErrorKind as usize`.
 pub const ERROR_NAMES: [&str; ERROR_KINDS] = [
@@ -28,6 +40,10 @@ pub const ERROR_NAMES: [&str; ERROR_KINDS] = [
     "read_error",
     "other",
     "queue_timeout",
+    "tls_certificate",
+    "tls_handshake",
+    "not_tls",
+    "plain_http_to_tls",
 ];
 
 impl ErrorKind {
@@ -107,6 +123,10 @@ pub struct ThreadStats {
     pub intervals: Vec<IntervalAcc>,
     pub cpu: CpuTimes,
     pub wall_ns: u64,
+    /// TLS handshakes and what was negotiated (`https://` only).
+    pub tls: TlsStats,
+    /// The first message naming the cause of an error, per error kind that has one (TLS).
+    pub causes: BTreeMap<&'static str, String>,
     window_start_ns: u64,
     interval_ns: u64,
     max_intervals: usize,
@@ -139,6 +159,8 @@ impl ThreadStats {
             intervals: Vec::new(),
             cpu: CpuTimes::default(),
             wall_ns: 0,
+            tls: TlsStats::default(),
+            causes: BTreeMap::new(),
             window_start_ns,
             interval_ns: interval_ns.max(1),
             max_intervals: intervals.max(1),
@@ -217,6 +239,13 @@ impl ThreadStats {
         self.interval(at_ns).errors += 1;
     }
 
+    /// Remember why an error of `kind` happened (the first message per kind is kept).
+    pub fn cause(&mut self, kind: ErrorKind, message: &str) {
+        self.causes
+            .entry(ERROR_NAMES[kind as usize])
+            .or_insert_with(|| message.to_string());
+    }
+
     /// Closed loop: service time equals latency, so copy instead of recording twice.
     pub fn finish(&mut self) {
         if !self.open_loop {
@@ -264,6 +293,10 @@ impl ThreadStats {
             sys_s: self.cpu.sys_s + other.cpu.sys_s,
         };
         self.wall_ns = self.wall_ns.max(other.wall_ns);
+        self.tls.merge(&other.tls);
+        for (kind, message) in &other.causes {
+            self.causes.entry(kind).or_insert_with(|| message.clone());
+        }
     }
 
     /// Total transport errors.

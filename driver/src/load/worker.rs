@@ -20,6 +20,7 @@ use super::stats::{ErrorKind, ThreadStats};
 use crate::clock::{minimize_timer_slack, mono_ns, set_realtime_fifo, sleep_until, PreciseTimer};
 use crate::health::{thread_cpu, thread_saturated, ThreadClock, ThreadUsage};
 use crate::hist;
+use crate::tls::diagnose::PLAIN_TO_TLS;
 
 const TIMER: Token = Token(usize::MAX - 1);
 /// Wait after a failed connect before trying again on the same slot.
@@ -488,6 +489,7 @@ impl Worker {
                     let (outcome, n) =
                         self.conns[i].read_response(&mut self.scratch, self.plan.framing);
                     self.stats.bytes_received += n as u64;
+                    self.note_tls(i);
                     if outcome != ReadOutcome::Pending {
                         self.close_conn(i);
                         self.next_work(i, now);
@@ -505,6 +507,7 @@ impl Worker {
                 if readable {
                     let (outcome, n) = self.conns[i].read_response(&mut self.scratch, plan.framing);
                     self.stats.bytes_received += n as u64;
+                    self.note_tls(i);
                     match outcome {
                         ReadOutcome::Pending => {}
                         ReadOutcome::Complete { status, keep_alive } => {
@@ -519,6 +522,12 @@ impl Worker {
 
     fn on_connected(&mut self, i: usize, now: u64) {
         self.watch.alive(now, &self.liveness);
+        if let Some(target) = &self.plan.tls {
+            if let Err(failure) = self.conns[i].start_tls(target, now) {
+                self.stats.cause(failure.kind, &failure.message);
+                return self.fail(i, failure.kind, now);
+            }
+        }
         if self.plan.new_connection_per_request {
             if let Some(r) = self.conns[i].req {
                 if r.in_window {
@@ -558,8 +567,24 @@ impl Worker {
         self.next_work(i, done);
     }
 
+    /// TLS: count a handshake that completed on connection `i` and keep the cause of a
+    /// failure (nothing to do on a cleartext connection).
+    fn note_tls(&mut self, i: usize) {
+        let (handshake, failure) = self.conns[i].take_tls_events();
+        if let Some(h) = handshake {
+            let in_window = self.conns[i].req.is_some_and(|r| r.in_window);
+            self.stats.tls.handshake(&h, in_window.then(mono_ns));
+        }
+        if let Some(f) = failure {
+            self.stats.cause(f.kind, &f.message);
+        }
+    }
+
     /// A request on connection `i` failed: count it, drop the socket, move on.
     fn fail(&mut self, i: usize, kind: ErrorKind, now: u64) {
+        if kind == ErrorKind::PlainToTls {
+            self.stats.cause(kind, PLAIN_TO_TLS);
+        }
         let req = self.conns[i].req.take();
         self.close_conn(i);
         if let Some(r) = req {
