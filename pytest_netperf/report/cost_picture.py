@@ -15,17 +15,14 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from typing import TYPE_CHECKING, Any
 
-from pytest_netperf import defaults
 from pytest_netperf.budget import metrics
+from pytest_netperf.report.cost_diff import moved, part_changes
 from pytest_netperf.results.counted import INSTRUCTIONS, CountedCost
-from pytest_netperf.verdict.status import Status
 
 if TYPE_CHECKING:
     from pytest_netperf.measure.model import Measurement
     from pytest_netperf.measure.outcomes import BudgetOutcome
 
-#: Verdicts that always get a picture.
-MOVED = {Status.FAIL.value, Status.INCONCLUSIVE.value, Status.ACCEPTED.value}
 #: Functions in the diff table.
 TABLE_LIMIT = 15
 
@@ -76,14 +73,6 @@ class CostPicture:
         )
 
 
-def moved(verdict: str, head_total: float, base_total: float) -> bool:
-    """Whether a budget's picture is worth drawing: its verdict, or a change of the node's
-    instructions per request beyond a count's resolution."""
-    if verdict in MOVED:
-        return True
-    return bool(base_total) and abs(head_total - base_total) / base_total > defaults.COUNTED_RESOLUTION
-
-
 def pictures_for(outcome: BudgetOutcome, m: Measurement) -> list[CostPicture]:
     """The pictures of ``outcome``'s budget, one per node it names whose two sides have call
     stacks, when it is a counted instructions budget that moved; else none."""
@@ -119,8 +108,4 @@ def _picture(head: CountedCost, base: CountedCost, reference: str) -> CostPictur
 def function_changes(picture: CostPicture, limit: int = TABLE_LIMIT) -> list[tuple[str, float, float, float]]:
     """(function, base, head, change) per request of the ``limit`` functions that changed most
     (by absolute change; ties by name), like ``cg_annotate --diff``."""
-    names = set(picture.head_functions) | set(picture.base_functions)
-    rows = [(name, picture.base_functions.get(name, 0.0), picture.head_functions.get(name, 0.0)) for name in names]
-    changes = [(name, before, after, after - before) for name, before, after in rows]
-    changes.sort(key=lambda row: (-abs(row[3]), row[0]))
-    return [row for row in changes[:limit] if row[3] != 0]
+    return part_changes(picture.head_functions, picture.base_functions, limit)

@@ -6,7 +6,8 @@ Its layout, for a reader who opens the pull request:
    with (``### ❌ netperf: 2 FAIL, 14 PASS against origin/main (a1b2c3d)``); budgets that are
    NEW because no baseline was stored say so in capitals (``NO BASELINE``);
 2. only the budgets that did not pass and were not NEW (failed, undecided, invalid, accepted),
-   each with its notes shortened;
+   each with its notes shortened; for a counted budget among them, folded per node, the
+   functions or system calls whose count per request changed most (:mod:`.cost_diff`);
 3. the runner's state during those measurements (the runner note of their rows);
 4. a link to the run whose artifact holds the HTML and JSON reports (GitHub: from
    ``GITHUB_SERVER_URL``, ``GITHUB_REPOSITORY`` and ``GITHUB_RUN_ID``; GitLab: ``CI_JOB_URL``);
@@ -30,8 +31,10 @@ from typing import Any, Optional, Sequence
 
 from pytest_netperf.atomic_file import write_text_atomic
 from pytest_netperf.measure.outcomes import MISSING_BASELINE_NOTE
+from pytest_netperf.report.cost_diff import CostDiff
 from pytest_netperf.report.rows import ReportRow, as_rows, describe_facts
 from pytest_netperf.report.runner_state import RUNNER_KEY, is_runner_note
+from pytest_netperf.results.counted import counting_tool
 
 #: The hidden line that marks netperf's pull-request comment (the CI job edits the comment holding it).
 COMMENT_MARKER = "<!-- pytest-netperf: report comment -->"
@@ -76,6 +79,7 @@ def markdown(
         lines += _no_baseline(rows)
         notable = [r for r in rows if r.verdict not in _QUIET]
         lines += _look_at(notable)
+        lines += _where_the_cost_went(notable)
         lines += _runner_state(notable or rows)
     if url:
         lines += [f"HTML and JSON reports: in the artifacts of [this run]({url}).", ""]
@@ -196,6 +200,33 @@ def _look_at(rows: Sequence[ReportRow]) -> list[str]:
         if len(notes) > NOTES_SHOWN:
             lines.append(f"  - … {len(notes) - NOTES_SHOWN} more in the details")
     return lines + [""]
+
+
+def _where_the_cost_went(rows: Sequence[ReportRow]) -> list[str]:
+    """Per counted budget that moved and node: a folded table of the parts whose count per
+    request changed most against the other side (``cg_annotate --diff``, a system-call diff)."""
+    lines = []
+    for r in rows:
+        for diff in (CostDiff.from_dict(d) for d in r.cost_diffs):
+            tool = counting_tool(diff.tool)
+            change = f" ({diff.head_total / diff.base_total - 1:+.2%})" if diff.base_total else ""
+            summary = (
+                f"Where the {tool.family} went: <code>{_md_text(diff.node)}</code> "
+                f"{diff.base_total:,.{max(tool.decimals, 0)}f} → {diff.head_total:,.{max(tool.decimals, 0)}f} "
+                f"per request{change} vs {_md_text(diff.reference)}, <code>{_md_text(r.budget)}</code>"
+            )
+            lines += [f"<details><summary>{summary}</summary>", ""]
+            if diff.changes:
+                lines += [f"| {tool.parts} | {diff.reference} | head | change per request |", "|---|---:|---:|---:|"]
+                lines += [
+                    f"| `{_md_code(name)}` | {before:,.{tool.decimals}f} | {after:,.{tool.decimals}f} | "
+                    f"{tool.format_change(delta)} |"
+                    for name, before, after, delta in diff.changes
+                ]
+            else:
+                lines.append(f"No {tool.parts} changed per request.")
+            lines += ["", "</details>", ""]
+    return lines
 
 
 def _runner_state(rows: Sequence[ReportRow]) -> list[str]:

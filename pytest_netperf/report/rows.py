@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Optional
 
 from pytest_netperf.measure.design import DESCRIPTIONS
+from pytest_netperf.report.cost_diff import cost_diffs_for
 from pytest_netperf.report.cost_picture import pictures_for
 from pytest_netperf.report.counted import COUNTED_FACT, counted_fact, outcome_notes
 from pytest_netperf.report.load_workers import LOAD_WORKERS_FACT, workers_fact
@@ -50,6 +51,9 @@ class ReportRow:
     #: A counted instructions budget that moved: both sides' call stacks and functions per node,
     #: for the HTML report's flame graph (report/cost_picture.py :class:`CostPicture` dicts).
     pictures: list[dict[str, Any]] = field(default_factory=list)
+    #: A counted budget that moved: per node, the parts whose count changed most, for the
+    #: pull-request comment (report/cost_diff.py :class:`CostDiff` dicts).
+    cost_diffs: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.verdict = Status.parse(self.verdict).value
@@ -63,6 +67,7 @@ class ReportRow:
         data["raw"] = dict(data.get("raw") or {})
         data["runner"] = dict(data.get("runner") or {})
         data["pictures"] = [dict(p) for p in data.get("pictures") or []]
+        data["cost_diffs"] = [dict(d) for d in data.get("cost_diffs") or []]
         data["facts"] = {
             str(label): {str(k): str(v) for k, v in (facts or {}).items()}
             for label, facts in (data.get("facts") or {}).items()
@@ -198,6 +203,7 @@ def row_for_outcome(outcome: BudgetOutcome, gate: Gate) -> ReportRow:
         design=compared_design(m, outcome.budget),
         runner=runner_json(m) or {},
         pictures=[p.to_dict() for p in pictures_for(outcome, m)],
+        cost_diffs=[d.to_dict() for d in cost_diffs_for(outcome, m)],
     )
 
 

@@ -58,8 +58,8 @@ COUNTING_TOOLS: Mapping[str, CountingTool] = {
 }
 TOOLS = tuple(COUNTING_TOOLS)
 #: The profiling run of valgrind's callgrind: instructions by call stack, for the report's flame
-#: graph. It feeds no budget (its count is not the budget's: see docs/reports.md); its stacks
-#: go on the ``instructions`` cost of the same node.
+#: graph. It feeds no budget (its count is not the budget's: docs/budgets.md, "Where the cost
+#: went, as a picture"); its stacks go on the ``instructions`` cost of the same node.
 STACKS = "stacks"
 #: Every tool a counting clone can run.
 PROFILE_TOOLS = (*TOOLS, STACKS)

@@ -207,7 +207,11 @@ def test_an_unchanged_pull_request_is_green_and_a_harmful_one_red(
     rows = json.loads((repo / "netperf-report" / "netperf.json").read_text())["rows"]
     assert SYSCALLS_BUDGET in _verdicts(rows, "FAIL"), said[-6000:]
     assert "connect +1.00" in said, said[-6000:]
-    assert (repo / "netperf-report" / "netperf.md").read_text().startswith("### ❌ netperf: ")
+    red_comment = (repo / "netperf-report" / "netperf.md").read_text()
+    assert red_comment.startswith("### ❌ netperf: ")
+    # the system-call diff of the counted budget, folded under the budgets to look at
+    assert "<summary>Where the system calls went: <code>edge</code>" in red_comment, red_comment[:4000]
+    assert "| `connect` | 0.00 | 1.00 | +1.00 |" in red_comment, red_comment[:4000]
     assert (repo / "netperf-report" / "pr-number").read_text() == f"{PR_NUMBER}\n"  # kept on a red run too
     record_property("green_s", round(green_s, 1))
     record_property("red_s", round(red_s, 1))

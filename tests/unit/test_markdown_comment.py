@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_netperf.report.cost_diff import CostDiff, part_changes
 from pytest_netperf.report.markdown import COMMENT_MARKER, NOTE_CHARS, ci_run_url, header_line, markdown
 from pytest_netperf.report.rows import ReportRow
 
@@ -152,3 +153,38 @@ def test_every_budget_is_folded_and_the_marker_ends_the_comment() -> None:
     assert lines[-1] == COMMENT_MARKER
     assert COMMENT_MARKER.startswith("<!--") and COMMENT_MARKER.endswith("-->")
     assert sum(COMMENT_MARKER in line for line in lines) == 1
+
+
+def test_a_counted_budget_that_moved_folds_where_its_cost_went_per_node() -> None:
+    instructions = CostDiff(
+        "proxy",
+        "instructions",
+        "base",
+        24_640.0,
+        25_549.0,
+        tuple(part_changes({"pcre2_match_8": 655.0, "ngx_palloc": 608.0}, {"ngx_palloc": 604.0}, 10)),
+    )
+    syscalls = CostDiff("edge", "syscalls", "base", 8.0, 10.0, (("connect", 0.0, 1.0, 1.0), ("close", 0.0, 1.0, 1.0)))
+    failed = row("FAIL", GW, "instructions_per_request[proxy] <= 1.01x base")
+    failed.cost_diffs = [instructions.to_dict()]
+    accepted = row("ACCEPTED", LAT, "syscalls_per_request[edge] <= 1.0x base")
+    accepted.cost_diffs = [syscalls.to_dict()]
+    quiet = row("PASS", f"{GW}[x]", "syscalls_per_request[edge] <= 1.0x base")
+    quiet.cost_diffs = [syscalls.to_dict()]  # a budget that passed is not listed, nor its table
+    text = markdown([failed, accepted, quiet, *passing(2)], run_url="")
+    assert text.count("<details><summary>Where the") == 2
+    assert (
+        "Where the instructions went: <code>proxy</code> 24,640 → 25,549 per request (+3.69%) vs base, "
+        "<code>instructions_per_request[proxy] &lt;= 1.01x base</code>"
+    ) in text
+    assert "| functions | base | head | change per request |" in text
+    assert "| `pcre2_match_8` | 0 | 655 | +655 |\n| `ngx_palloc` | 604 | 608 | +4 |" in text
+    assert "Where the system calls went: <code>edge</code> 8.00 → 10.00 per request (+25.00%) vs base" in text
+    assert "| `connect` | 0.00 | 1.00 | +1.00 |\n| `close` | 0.00 | 1.00 | +1.00 |" in text
+    assert text.index("Where the instructions went") < text.index("<details><summary>Every budget")
+
+
+def test_cost_diffs_travel_as_dicts() -> None:
+    diff = CostDiff("edge", "syscalls", "baseline", 8.0, 10.0, (("connect", 0.0, 1.0, 1.0),))
+    assert CostDiff.from_dict(diff.to_dict()) == diff
+    assert ReportRow.from_dict({**row("FAIL").__dict__, "cost_diffs": [diff.to_dict()]}).cost_diffs == [diff.to_dict()]
