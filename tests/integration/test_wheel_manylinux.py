@@ -6,8 +6,9 @@ glibc 2.17 (cargo-zigbuild through ``scripts/zig-cargo``), tagged
 Debian 11 (bullseye, glibc 2.31) root filesystem, where the host-built one does not.
 
 Bullseye's python3 is 3.9, older than the package's ``requires-python >= 3.10``: pip there
-refuses the wheel whatever its platform tag, so the chroot runs only the driver binary (the rest
-of the wheel is pure Python). Real builds and programs, no Docker; the chroot needs root and
+refuses the wheel for that reason alone (its platform tag fits glibc 2.31), installs it when
+told to ignore it, and the installed ``netperf-driver`` runs; the package's Python code needs
+3.10, which bullseye does not have. Real builds and programs, no Docker; the chroot needs root and
 debootstrap (``scripts/setup``), the rootfs tarball is cached like the images' base
 (``pytest_netperf.images.rootfs``).
 """
@@ -38,8 +39,11 @@ WHEEL_TAG = "manylinux_2_17_x86_64.manylinux2014_x86_64"
 GUARD = REPO_ROOT / "scripts" / "wheel_glibc_guard.py"
 DRIVER_IN_WHEEL = f"pytest_netperf-{__version__}.data/scripts/netperf-driver"
 BULLSEYE_MIRROR = "http://deb.debian.org/debian"
-#: bullseye's python3 rides along only to show it is too old for the package.
-BULLSEYE = RootfsRecipe(suite="bullseye", mirror=BULLSEYE_MIRROR, packages=("python3",), variant="minbase")
+#: bullseye's python3 and pip: pip judges the wheel's tags on glibc 2.31 (python3 is too old
+#: for the package, so only the installed driver runs).
+BULLSEYE = RootfsRecipe(
+    suite="bullseye", mirror=BULLSEYE_MIRROR, packages=("python3", "python3-pip"), variant="minbase"
+)
 
 
 def _run(argv: list[str], cwd: Path = REPO_ROOT, env: dict[str, str] | None = None, timeout: float = 1800):
@@ -229,3 +233,22 @@ def test_the_host_built_driver_does_not_run_on_bullseye(bullseye_root: Path, hos
     done = _in_chroot(bullseye_root, host_driver, "--version")
     assert done.returncode != 0, done.stdout
     assert "version `GLIBC_2.3" in done.stderr and "not found" in done.stderr, done.stderr
+
+
+def test_pip_on_bullseye_takes_the_wheel_for_its_platform_and_its_driver_runs(
+    bullseye_root: Path, manylinux_wheel: Path
+):
+    inside = bullseye_root / "opt" / "wheels" / manylinux_wheel.name
+    inside.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(manylinux_wheel, inside)
+    wheel = f"/{inside.relative_to(bullseye_root)}"
+    pip = ("python3", "-m", "pip", "install", "--no-index", "--no-deps", "--disable-pip-version-check")
+    refused = _chroot(bullseye_root, *pip, wheel)
+    assert refused.returncode != 0, refused.stdout
+    assert "requires a different Python" in refused.stdout + refused.stderr, refused.stdout + refused.stderr
+    assert "is not a supported wheel on this platform" not in refused.stdout + refused.stderr
+    _ok(_chroot(bullseye_root, *pip, "--ignore-requires-python", wheel))
+    done = _chroot(bullseye_root, "/usr/local/bin/netperf-driver", "--version")  # where pip put it
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.strip() == f"netperf-driver {__version__}"
+    assert "flamegraph" in _ok(_chroot(bullseye_root, "/usr/local/bin/netperf-driver", "--help"))
