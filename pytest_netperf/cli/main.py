@@ -181,7 +181,8 @@ def run_locust_worker(master: Optional[str], locustfile: Optional[str], version:
 
 
 def run_clean(everything: bool = False, dry_run: bool = False) -> int:
-    """Remove crashed sessions' containers, networks, volumes and images (all of ours with ``everything``).
+    """Remove crashed sessions' containers, networks, volumes and images (all of ours with ``everything``),
+    then the empty weighted cgroups such sessions left (``runtime.cpu_priority``).
 
     A session counts as crashed when its labels name this host and a pid that no longer
     runs (``runtime.cleanup.staleness``); a running session's topology stays, because its
@@ -207,6 +208,10 @@ def run_clean(everything: bool = False, dry_run: bool = False) -> int:
         print(f"netperf: would remove {count_text(result.removed)} (dry run: nothing removed)")
     else:
         print(f"netperf: removed {count_text(result.removed)}")
+        from pytest_netperf.runtime.cpu_priority import remove_stale_groups
+
+        for group in remove_stale_groups():  # empty now that their sessions' containers are gone
+            print(f"netperf: removed the weighted cgroup {group} of a session that ended without it")
     return 0
 
 
