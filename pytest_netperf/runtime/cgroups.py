@@ -19,7 +19,17 @@ from typing import Any
 
 from pytest_netperf.errors import CgroupError
 
-__all__ = ["CgroupError", "CgroupFiles", "Counters", "counters_from_docker_stats", "locate", "read_counters"]
+__all__ = [
+    "CgroupError",
+    "CgroupFiles",
+    "CgroupMount",
+    "Counters",
+    "cgroup_mounts",
+    "counters_from_docker_stats",
+    "locate",
+    "memberships",
+    "read_counters",
+]
 
 
 @dataclass(frozen=True)
@@ -55,14 +65,17 @@ class CgroupFiles:
 
 
 @dataclass(frozen=True)
-class _Mount:
+class CgroupMount:
+    """One cgroup hierarchy's mount: its root, mount point, ``cgroup`` or ``cgroup2``, options."""
+
     root: str
     point: Path
     fstype: str
     options: frozenset[str]
 
 
-def _mounts(mountinfo: Path) -> list[_Mount]:
+def cgroup_mounts(mountinfo: Path) -> list[CgroupMount]:
+    """Every cgroup mount of a ``mountinfo`` file; CgroupError when it cannot be read."""
     mounts = []
     for line in _read(mountinfo).splitlines():
         head, sep, tail = line.partition(" - ")
@@ -71,11 +84,11 @@ def _mounts(mountinfo: Path) -> list[_Mount]:
             continue
         if rest[0] in ("cgroup", "cgroup2"):
             point = Path(fields[4].replace("\\040", " "))
-            mounts.append(_Mount(fields[3], point, rest[0], frozenset(rest[2].split(","))))
+            mounts.append(CgroupMount(fields[3], point, rest[0], frozenset(rest[2].split(","))))
     return mounts
 
 
-def _memberships(cgroup_file: Path) -> list[tuple[frozenset[str], str]]:
+def memberships(cgroup_file: Path) -> list[tuple[frozenset[str], str]]:
     """``(controllers, path)`` per hierarchy; v2 is the entry with no controllers."""
     out = []
     for line in _read(cgroup_file).splitlines():
@@ -85,7 +98,7 @@ def _memberships(cgroup_file: Path) -> list[tuple[frozenset[str], str]]:
     return out
 
 
-def _under(mount: _Mount, path: str) -> Path:
+def _under(mount: CgroupMount, path: str) -> Path:
     """The folder of cgroup ``path`` below ``mount`` (whose own root may be a sub-path)."""
     relative = path
     if mount.root not in ("", "/") and (path == mount.root or path.startswith(mount.root.rstrip("/") + "/")):
@@ -93,7 +106,7 @@ def _under(mount: _Mount, path: str) -> Path:
     return mount.point / relative.lstrip("/")
 
 
-def _v1_folder(mounts: list[_Mount], groups: list[tuple[frozenset[str], str]], controller: str) -> Path | None:
+def _v1_folder(mounts: list[CgroupMount], groups: list[tuple[frozenset[str], str]], controller: str) -> Path | None:
     for mount in mounts:
         if mount.fstype == "cgroup" and controller in mount.options:
             for controllers, path in groups:
@@ -102,7 +115,7 @@ def _v1_folder(mounts: list[_Mount], groups: list[tuple[frozenset[str], str]], c
     return None
 
 
-def _v2_folder(mounts: list[_Mount], groups: list[tuple[frozenset[str], str]], needed: str) -> Path | None:
+def _v2_folder(mounts: list[CgroupMount], groups: list[tuple[frozenset[str], str]], needed: str) -> Path | None:
     unified = [path for controllers, path in groups if not controllers]
     for mount in mounts:
         if mount.fstype == "cgroup2" and unified:
@@ -114,8 +127,8 @@ def _v2_folder(mounts: list[_Mount], groups: list[tuple[frozenset[str], str]], n
 
 def locate(pid: int, proc: Path = Path("/proc")) -> CgroupFiles:
     """The counter files of process ``pid``; CgroupError naming what is missing."""
-    mounts = _mounts(proc / "self" / "mountinfo")
-    groups = _memberships(proc / str(pid) / "cgroup")
+    mounts = cgroup_mounts(proc / "self" / "mountinfo")
+    groups = memberships(proc / str(pid) / "cgroup")
     cpu_v1, mem_v1 = _v1_folder(mounts, groups, "cpuacct"), _v1_folder(mounts, groups, "memory")
     if cpu_v1 is not None and mem_v1 is not None:
         version, cpu, memory_usage, memory = 1, cpu_v1 / "cpuacct.usage", mem_v1 / "memory.usage_in_bytes", mem_v1

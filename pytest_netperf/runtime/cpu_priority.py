@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
+from pytest_netperf.errors import CgroupError
+from pytest_netperf.runtime.cgroups import cgroup_mounts, memberships
 from pytest_netperf.runtime.cpu_share import cgroup_chain, found_quotas
 
 #: Default CPU weight of a cgroup: v1 ``cpu.shares``, v2 ``cpu.weight``.
@@ -129,20 +131,23 @@ def raise_priority(
             f"Docker's cgroups are managed by {driver}, so the stack runs at the default CPU weight "
             "(the weighted group needs the cgroupfs driver)"
         )
-    mounts = cgroup_mounts(proc / "self" / "mountinfo")
-    memberships = own_cgroups(proc / "self" / "cgroup")
-    v1_cpu = [point for point, (fstype, options) in mounts.items() if fstype == "cgroup" and "cpu" in options]
+    try:
+        mounts = cgroup_mounts(proc / "self" / "mountinfo")
+        groups = memberships(proc / "self" / "cgroup")
+    except CgroupError as exc:
+        raise PriorityUnavailable(str(exc)) from None
+    v1_cpu = [m.point for m in mounts if m.fstype == "cgroup" and "cpu" in m.options]
     if v1_cpu:
         version, mount = 1, v1_cpu[0]
-        own = next((path for controllers, path in memberships if "cpu" in controllers), "/")
+        own = next((path for controllers, path in groups if "cpu" in controllers), "/")
         weight_file, weight = "cpu.shares", min(V1_MAX_SHARES, round(V1_DEFAULT_SHARES * factor))
-        others = tuple(mounts)  # every hierarchy, a hybrid layout's unified one too
+        others = tuple(m.point for m in mounts)  # every hierarchy, a hybrid layout's unified one too
     else:
-        unified = [point for point, (fstype, _) in mounts.items() if fstype == "cgroup2"]
+        unified = [m.point for m in mounts if m.fstype == "cgroup2"]
         if not unified:
             raise PriorityUnavailable("no cgroup hierarchy with a CPU controller is mounted")
         version, mount = 2, unified[0]
-        own = next((path for controllers, path in memberships if not controllers), "/")
+        own = next((path for controllers, path in groups if not controllers), "/")
         weight_file, weight = "cpu.weight", min(V2_MAX_WEIGHT, round(V2_DEFAULT_WEIGHT * factor))
         others = (mount,)
     chain = cgroup_chain(proc)
@@ -191,34 +196,6 @@ def _real_time_runtime(mount: Path, folder: Path) -> bool:
     return False
 
 
-def cgroup_mounts(mountinfo: Path) -> dict[Path, tuple[str, frozenset[str]]]:
-    """``{mount point: (cgroup or cgroup2, its controllers and options)}`` from a mountinfo file."""
-    found: dict[Path, tuple[str, frozenset[str]]] = {}
-    for line in _read(mountinfo).splitlines():
-        head, sep, tail = line.partition(" - ")
-        fields, rest = head.split(), tail.split()
-        if sep and len(fields) >= 5 and len(rest) >= 3 and rest[0] in ("cgroup", "cgroup2"):
-            found[Path(fields[4])] = (rest[0], frozenset(rest[2].split(",")))
-    return found
-
-
-def own_cgroups(cgroup_file: Path) -> list[tuple[frozenset[str], str]]:
-    """``(controllers, path)`` of each hierarchy this process is in (v2: no controllers)."""
-    out = []
-    for line in _read(cgroup_file).splitlines():
-        parts = line.split(":", 2)
-        if len(parts) == 3:
-            out.append((frozenset(c for c in parts[1].split(",") if c), parts[2]))
-    return out
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text()
-    except OSError as exc:
-        raise PriorityUnavailable(f"cannot read {path}: {exc.strerror or exc}") from None
-
-
 def _write(path: Path, text: str) -> None:
     with open(path, "w") as handle:
         handle.write(text)
@@ -230,11 +207,11 @@ def remove_stale_groups(proc: Path = Path("/proc")) -> list[str]:
     (``rmdir`` refuses a group in use, so a running session's stays). The folders removed."""
     try:
         mounts = cgroup_mounts(proc / "self" / "mountinfo")
-    except PriorityUnavailable:
+    except CgroupError:
         return []
     removed = []
     for mount in mounts:
-        for group in sorted(mount.glob("netperf-*")):
+        for group in sorted(mount.point.glob("netperf-*")):
             for folder in (group / DRIVER_LEAF, group):
                 try:
                     folder.rmdir()
