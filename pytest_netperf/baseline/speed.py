@@ -3,7 +3,7 @@
 Every baseline records the calibration of the machine that measured it
 (:mod:`pytest_netperf.runtime.machine_speed`, under ``fingerprint.calibration``). Before
 a test is judged against a stored baseline, :func:`compare_speed` sets that figure beside
-this machine's: beyond :data:`SPEED_THRESHOLD` (1.2x either way) the two are different
+this machine's: beyond :data:`SPEED_THRESHOLD` (1.5x either way) the two are different
 machines whatever their class, and wall-clock figures (rps, latency, CPU per request) of one
 are no reference on the other. Counted costs (instructions, system calls per request) do
 not depend on speed (measured on two VMs of one class: within 0.4%) and are judged as before.

@@ -39,13 +39,15 @@ of 2.5-3.6; each condition 20-25 fresh processes running :func:`calibrate`, as `
   best wall time 79.1 / 92.1 / 94.1;
 - the same quota beside ``busy-neighbor --level busy``: 94.4 / 94.9 / 95.9.
 
-So repeated calibrations of one machine stay within 1.03x (1.07x across all the day's idle
-and busy calibrations that left the run-queue wait out, earlier variants included), and
-half a CPU is 2.0x. The baseline
-policy calls a machine *another machine* beyond :data:`SPEED_THRESHOLD` (1.2x): nearly
-three times the worst drift (in log terms), well below a halved machine. A baseline budget
-tighter than 1.2x (``rps >= 0.9x baseline``) cannot tell a machine up to 1.2x slower from a
-regression: such budgets belong to same-run comparisons (``--netperf-base``).
+So repeated calibrations of one machine stayed within 1.03x that day (1.07x across all the
+day's idle and busy calibrations that left the run-queue wait out), and half a CPU is 2.0x.
+Another day the same kind of VM calibrated 66-83 ms from one pytest run to the next within
+minutes, idle (1.24x: the host's other tenants, the vCPU's hyperthread sibling), and a 1.2x
+threshold called it another machine (NEW against its own baseline in one test of a CI run
+and in 2 of 4 reruns of another). The baseline policy calls a machine *another machine* beyond
+:data:`SPEED_THRESHOLD` (1.5x): above that drift, well below a halved machine. A baseline
+budget tighter than 1.5x (``rps >= 0.9x baseline``) cannot tell a machine up to 1.5x slower
+from a regression: such budgets belong to same-run comparisons (``--netperf-base``).
 
 No pytest imports; nothing runs at import time. :func:`session_calibration` calibrates
 once per process, when asked.
@@ -84,7 +86,7 @@ MIN_CHUNKS = 3
 WITHOUT_WAIT = "running-time-x-quota"
 WALL = "wall"
 #: Calibrations further apart than this factor are of another machine (see the module doc).
-SPEED_THRESHOLD = 1.2
+SPEED_THRESHOLD = 1.5
 
 Clock = Callable[[], float]
 
