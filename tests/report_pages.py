@@ -3,6 +3,8 @@ tests (tests/unit/test_html_report.py and tests/integration/test_html_report_chr
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 from netperf_rounds import make_rounds
@@ -32,3 +34,27 @@ def plots(folder: Path) -> dict[str, list[str]]:
     }
     budgets = [parse_budget("rps >= 0.8x baseline"), parse_budget("p99 < 2ms")]
     return {FAILING: [str(p) for p in write_plots(folder, FAILING, series, budgets=budgets)]}
+
+
+def chromium() -> str | None:
+    """A headless-capable Chromium on PATH, or None."""
+    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+
+
+def screenshot(browser: str, page: Path, shot: Path, width: int, height: int) -> None:
+    """Headless Chromium's screenshot of ``page`` at ``width`` x ``height`` into ``shot``."""
+    subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--screenshot={shot}",
+            f"--window-size={width},{height}",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )

@@ -16,13 +16,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from docker_helpers import skip_without_compose_stack_parts, skip_without_counting_image, stack_repo
 from pytester_helpers import json_report, netperf_args
+from report_pages import chromium
+from report_pages import screenshot as chromium_screenshot
 
 pytestmark = pytest.mark.docker
 
@@ -139,26 +140,12 @@ def test_regex_locations_show_as_red_pcre_in_the_flame_graph(pytester: pytest.Py
 def screenshot(page: Path, shot: Path) -> Path:
     """A headless Chromium screenshot of the whole report (its blank bottom cut off), checked
     not blank: text, and the red of a frame that grew, are on it."""
-    browser = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
+    browser = chromium()
     if browser is None:
         pytest.skip("no chromium on PATH: scripts/setup installs Debian's chromium package")
     from PIL import Image, ImageChops
 
-    subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            f"--screenshot={shot}",
-            "--window-size=1400,3000",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
+    chromium_screenshot(browser, page, shot, 1400, 3000)
     image = Image.open(shot).convert("RGB")
     filled = ImageChops.difference(image, Image.new("RGB", image.size, (255, 255, 255))).getbbox()
     assert filled is not None, "the screenshot is blank"

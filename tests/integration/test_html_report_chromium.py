@@ -3,43 +3,23 @@ the screenshot (the page itself is tested in tests/unit/test_html_report.py)."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from report_pages import plots, rows
+from report_pages import chromium, plots, rows, screenshot
 
 from pytest_netperf.report.html import write_html
 
 
-def _chromium() -> str | None:
-    return shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
-
-
 def test_headless_chromium_shows_the_table_and_the_plots(tmp_path: Path) -> None:
-    browser = _chromium()
+    browser = chromium()
     if browser is None:
         pytest.skip("no chromium on PATH: scripts/setup installs Debian's chromium package")
     from PIL import Image
 
     page = write_html(rows(), tmp_path / "report.html", plots(tmp_path / "plots"), {"machine class": "amd-epyc-2c"})
     shot = tmp_path / "shot.png"
-    subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            f"--screenshot={shot}",
-            "--window-size=1280,1800",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        timeout=120,
-        check=True,
-    )
+    screenshot(browser, page, shot, 1280, 1800)
     image = Image.open(shot).convert("RGB")
     assert image.size == (1280, 1800)
     pixels = image.load()
