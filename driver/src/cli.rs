@@ -21,7 +21,8 @@ pub enum Command {
     /// against a TCP echo server (closed loop, or open loop with --rate).
     Http(HttpOpts),
     /// Run the echo server (delay=, burn=, size=, status=, depth= query parameters; /healthz;
-    /// --tcp-echo adds a raw TCP echo listener).
+    /// HTTP/1.1, and HTTP/2 and gRPC on the same port; --tcp-echo adds a raw TCP echo
+    /// listener).
     Echo(EchoOpts),
     /// Draw a differential flame graph (SVG on stdout): HEAD's stacks, each frame coloured by
     /// its change against BASE (red grew, blue shrank).
@@ -116,6 +117,22 @@ pub struct HttpOpts {
     /// still bounds the run in time). For counting what a server does per request.
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub requests: Option<u64>,
+    /// HTTP/2: ALPN h2 over TLS for https://, cleartext h2c with prior knowledge for http://.
+    #[arg(long)]
+    pub http2: bool,
+    /// HTTP/2: concurrent streams (requests in flight) per connection (default 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub streams_per_connection: Option<u32>,
+    /// gRPC unary calls (over HTTP/2, so implies --http2) to the method the URL's path names:
+    /// http[s]://host:port/pkg.Service/Method. A non-zero grpc-status is an error.
+    #[arg(long)]
+    pub grpc: bool,
+    /// gRPC: the request message (serialized protobuf) from this file (default: empty).
+    #[arg(long, value_name = "FILE", conflicts_with = "grpc_message_hex")]
+    pub grpc_message_file: Option<std::path::PathBuf>,
+    /// gRPC: the request message as hex digits (e.g. 0a0568656c6c6f).
+    #[arg(long, value_name = "HEX")]
+    pub grpc_message_hex: Option<String>,
     /// TLS options of https:// targets.
     #[command(flatten)]
     pub tls: TlsClientOpts,
@@ -139,6 +156,10 @@ pub struct EchoOpts {
     /// Also serve raw TCP echo (every byte read is written back, Nagle off) on this address.
     #[arg(long)]
     pub tcp_echo: Option<String>,
+    /// Serve HTTP/1.1 only: no ALPN h2 over TLS and no h2c (by default the same port also
+    /// serves HTTP/2: ALPN h2, or the h2c connection preface, and gRPC /netperf.Echo/Echo).
+    #[arg(long)]
+    pub no_http2: bool,
     /// HTTPS instead of cleartext HTTP (`--tls-cert`, `--tls-key`, ...).
     #[command(flatten)]
     pub tls: TlsServerOpts,

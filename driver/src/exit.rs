@@ -15,6 +15,9 @@ pub enum ExitCode {
     Vanished = 5,
     /// `https://`: the TLS handshake before the run failed (certificate, handshake, not TLS).
     Tls = 6,
+    /// HTTP/2 or gRPC: the target does not speak what was asked for (ALPN h2 refused, h2c
+    /// refused, or the gRPC probe call failed, e.g. an unknown method).
+    Protocol = 7,
 }
 
 /// A failure with its exit code and a one-line message.
@@ -63,6 +66,14 @@ impl Failure {
     pub fn tls(message: impl Into<String>) -> Self {
         Self {
             code: ExitCode::Tls,
+            message: one_line(message.into()),
+        }
+    }
+
+    /// The target does not speak the protocol asked for (exit 7).
+    pub fn protocol(message: impl Into<String>) -> Self {
+        Self {
+            code: ExitCode::Protocol,
             message: one_line(message.into()),
         }
     }

@@ -9,6 +9,7 @@ pub mod flamegraph;
 pub mod health;
 pub mod hist;
 pub mod http1;
+pub mod http2;
 pub mod load;
 pub mod report;
 pub mod slab;
@@ -75,7 +76,8 @@ fn run_echo(opts: EchoOpts) -> Result<(), Failure> {
         next,
         threads,
         tcp_echo: opts.tcp_echo,
-        tls: tls::server::server_config(&opts.tls).map_err(Failure::usage)?,
+        tls: tls::server::server_config(&opts.tls, !opts.no_http2).map_err(Failure::usage)?,
+        http2: !opts.no_http2,
     };
     echo::serve(cfg).map_err(Failure::other)
 }

@@ -8,7 +8,7 @@ use serde::Serialize;
 use crate::health::{cpu_bound, saturations, CpuTimes, HealthInputs, SaturationKind, ThreadUsage};
 use crate::hist::{summarize, LatencyStats};
 use crate::load::plan::Plan;
-use crate::load::stats::{ErrorKind, ThreadStats, ERROR_NAMES};
+use crate::load::stats::{ErrorKind, ThreadStats, ERROR_NAMES, FIRST_GRPC_KIND};
 
 /// Version of the JSON layout.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -28,6 +28,35 @@ pub struct Document {
     pub client: Client,
     /// `https://` runs: TLS settings, what was negotiated, handshakes (null otherwise).
     pub tls: Option<TlsDoc>,
+    /// `--http2`/`--grpc` runs: streams, the server's limit, gRPC statuses (null otherwise).
+    pub http2: Option<Http2Doc>,
+}
+
+/// HTTP/2 (and gRPC) of a `--http2`/`--grpc` run.
+#[derive(Debug, Serialize)]
+pub struct Http2Doc {
+    /// `h2` (over TLS, ALPN) or `h2c` (cleartext, prior knowledge).
+    pub mode: &'static str,
+    /// Streams in flight per connection asked for (`--streams-per-connection`).
+    pub streams_per_connection: usize,
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS (null: no limit announced); the driver
+    /// keeps at most min(streams_per_connection, this) streams open per connection.
+    pub server_max_concurrent_streams: Option<u64>,
+    /// GOAWAY frames received from the server (graceful ones included).
+    pub goaways_received: u64,
+    /// gRPC calls, null for plain HTTP/2.
+    pub grpc: Option<GrpcDoc>,
+}
+
+/// gRPC unary calls of a `--grpc` run.
+#[derive(Debug, Serialize)]
+pub struct GrpcDoc {
+    /// `/package.Service/Method`.
+    pub method: String,
+    /// Request message size in bytes (before the 5-byte gRPC prefix).
+    pub message_bytes: usize,
+    /// Calls of the window per grpc-status code (`"0"` is OK; others are also errors).
+    pub status_codes: BTreeMap<String, u64>,
 }
 
 /// TLS of an `https://` run.
@@ -47,7 +76,8 @@ pub struct TlsDoc {
     pub version: Option<&'static str>,
     /// Negotiated cipher suite (IANA name).
     pub cipher_suite: Option<&'static str>,
-    /// ALPN protocol agreed (`http/1.1`), null when the server did not take part in ALPN.
+    /// ALPN protocol agreed (`http/1.1`, or `h2` with `--http2`), null when the server did
+    /// not take part in ALPN.
     pub alpn: Option<&'static str>,
     /// Handshakes completed over the whole run (connections opened before the clock too).
     pub handshakes: u64,
@@ -68,7 +98,8 @@ pub struct Tool {
 #[derive(Debug, Serialize)]
 pub struct Config {
     pub url: String,
-    /// `http`, `https`, or `tcp-rr` for a tcp:// target (request/response over raw TCP).
+    /// `http`, `https`, `h2` (HTTP/2 over TLS), `h2c` (cleartext HTTP/2), or `tcp-rr` for a
+    /// tcp:// target (request/response over raw TCP).
     pub protocol: &'static str,
     /// tcp-rr: bytes per request and per response.
     pub payload_bytes: Option<u64>,
@@ -235,10 +266,14 @@ impl Document {
             .filter(|(_, n)| **n > 0 && !plan.url.tcp)
             .map(|(code, n)| (code.to_string(), *n))
             .collect();
+        // the gRPC status kinds only in gRPC runs
+        let grpc = plan.http2.as_ref().is_some_and(|h| h.grpc.is_some());
         let errors = ERROR_NAMES
             .iter()
             .zip(stats.errors)
-            .map(|(k, v)| (*k, v))
+            .enumerate()
+            .filter(|(i, _)| grpc || *i < FIRST_GRPC_KIND)
+            .map(|(_, (k, v))| (*k, v))
             .collect();
         let busy_s = facts.cpu.total();
         Document {
@@ -249,10 +284,11 @@ impl Document {
             },
             config: Config {
                 url: plan.url.display(),
-                protocol: match (plan.url.tcp, plan.url.tls) {
-                    (true, _) => "tcp-rr",
-                    (false, true) => "https",
-                    (false, false) => "http",
+                protocol: match (plan.url.tcp, plan.url.tls, &plan.http2) {
+                    (true, _, _) => "tcp-rr",
+                    (false, _, Some(h2)) => h2.mode(),
+                    (false, true, None) => "https",
+                    (false, false, None) => "http",
                 },
                 payload_bytes: match plan.framing {
                     crate::load::conn::Framing::Echo(n) => Some(n as u64),
@@ -330,14 +366,12 @@ impl Document {
                 versions_offered: t.settings.versions.clone(),
                 version: stats.tls.version,
                 cipher_suite: stats.tls.cipher_suite,
-                alpn: stats
-                    .tls
-                    .alpn_http11
-                    .and_then(|yes| yes.then_some("http/1.1")),
+                alpn: stats.tls.alpn.flatten(),
                 handshakes: stats.tls.handshakes,
                 resumed: stats.tls.resumed,
                 handshake_time_ns: summarize(&stats.tls.handshake_time),
             }),
+            http2: None,
         }
     }
 
@@ -393,6 +427,32 @@ impl Document {
                 t.verify,
                 if t.resumption { "on" } else { "off" }
             ));
+        }
+        if let Some(h) = &self.http2 {
+            let limit = h
+                .server_max_concurrent_streams
+                .map_or("none".to_string(), |n| n.to_string());
+            out.push_str(&format!(
+                "  {} {} streams/connection (server limit {limit})  goaways {}\n",
+                h.mode, h.streams_per_connection, h.goaways_received
+            ));
+            if let Some(g) = &h.grpc {
+                let codes: Vec<String> = g
+                    .status_codes
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                out.push_str(&format!(
+                    "  grpc {} ({} byte message)  grpc-status {}\n",
+                    g.method,
+                    g.message_bytes,
+                    if codes.is_empty() {
+                        "-".into()
+                    } else {
+                        codes.join(" ")
+                    }
+                ));
+            }
         }
         let row = |name: &str, l: &LatencyStats| {
             format!(

@@ -63,6 +63,19 @@ pub struct Inbound {
     pending_hops: u32,
     /// HTTPS: the TLS session (None: cleartext).
     tls: Option<Box<rustls::ServerConnection>>,
+    /// HTTP/1.1 or HTTP/2 is decided (the first bytes, or ALPN, were seen).
+    protocol_known: bool,
+}
+
+/// Which protocol a new connection speaks, as far as seen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Protocol {
+    /// Not known yet: a TLS handshake still running, or part of the h2c preface.
+    Undecided,
+    /// HTTP/1.1 (the mio loop serves it).
+    Http1,
+    /// HTTP/2: ALPN h2, or the h2c connection preface.
+    Http2,
 }
 
 impl Inbound {
@@ -80,6 +93,58 @@ impl Inbound {
             peer_eof: false,
             pending_hops: 1,
             tls: None,
+            protocol_known: false,
+        }
+    }
+
+    /// What this connection speaks, from ALPN or its first bytes (HTTP/2 only when the
+    /// server serves it).
+    pub fn protocol(&mut self) -> Protocol {
+        if self.protocol_known {
+            return Protocol::Http1;
+        }
+        if let Some(tls) = &self.tls {
+            if tls.is_handshaking() {
+                return Protocol::Undecided;
+            }
+            self.protocol_known = true;
+            return if tls.alpn_protocol() == Some(b"h2") {
+                Protocol::Http2
+            } else {
+                Protocol::Http1
+            };
+        }
+        if self.rbuf.is_empty() {
+            return Protocol::Undecided;
+        }
+        let preface = crate::http2::PREFACE;
+        let n = self.rbuf.len().min(preface.len());
+        if self.rbuf[..n] != preface[..n] {
+            self.protocol_known = true;
+            return Protocol::Http1;
+        }
+        if n < preface.len() {
+            return Protocol::Undecided;
+        }
+        self.protocol_known = true;
+        Protocol::Http2
+    }
+
+    /// Serve HTTP/1.1 only: never look for HTTP/2.
+    pub fn http1_only(&mut self) {
+        self.protocol_known = true;
+    }
+
+    /// Give up the connection to the HTTP/2 server: the socket, the TLS session, and the
+    /// bytes read so far (the caller deregistered the socket).
+    pub fn into_handover(self) -> crate::http2::server::Handover {
+        use std::os::fd::{FromRawFd, IntoRawFd};
+        // SAFETY: the descriptor comes from the mio socket, which gives it up here.
+        let stream = unsafe { std::net::TcpStream::from_raw_fd(self.stream.into_raw_fd()) };
+        crate::http2::server::Handover {
+            stream,
+            tls: self.tls,
+            pre: self.rbuf,
         }
     }
 

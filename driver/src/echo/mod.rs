@@ -1,6 +1,7 @@
 //! `netperf-driver echo`: a keep-alive HTTP/1.1 server (cleartext, or HTTPS with
 //! `--tls-cert`) with delays, CPU burns, sizes, statuses and call chains, run as one mio
-//! event loop per thread on SO_REUSEPORT listeners.
+//! event loop per thread on SO_REUSEPORT listeners. The same port serves HTTP/2 and gRPC
+//! (ALPN h2, or the h2c preface): such connections go to [`crate::http2::server`].
 
 mod burn;
 mod inbound;
@@ -10,6 +11,7 @@ mod tls_io;
 mod upstream;
 mod worker;
 
+pub use burn::burn;
 pub use params::EchoParams;
 
 use std::io::Write;
@@ -33,6 +35,8 @@ pub struct EchoConfig {
     pub tcp_echo: Option<String>,
     /// Serve HTTPS with this configuration (`--tls-cert`); None: cleartext.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Also serve HTTP/2 on the same port (ALPN h2, the h2c preface) and gRPC.
+    pub http2: bool,
 }
 
 /// Settings shared by all worker threads.
@@ -40,6 +44,8 @@ pub(crate) struct Shared {
     pub id_header: Vec<u8>,
     pub next: Option<HttpUrl>,
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// HTTP/2 connections are handed over to a companion runtime (None: HTTP/1.1 only).
+    pub http2: Option<Arc<crate::http2::server::H2Settings>>,
 }
 
 /// Resolve `listen` to one socket address.
@@ -86,10 +92,22 @@ pub fn serve(cfg: EchoConfig) -> Result<(), String> {
         .as_ref()
         .map(|id| format!("x-netperf-echo: {id}\r\n").into_bytes())
         .unwrap_or_default();
+    let http2 = if cfg.http2 {
+        let id = match &cfg.id {
+            Some(id) => {
+                Some(http::HeaderValue::from_str(id).map_err(|_| format!("bad --id {id:?}"))?)
+            }
+            None => None,
+        };
+        Some(Arc::new(crate::http2::server::H2Settings { id }))
+    } else {
+        None
+    };
     let shared = Arc::new(Shared {
         id_header,
         next: cfg.next.clone(),
         tls: cfg.tls.clone(),
+        http2,
     });
     let tcp = match &cfg.tcp_echo {
         Some(listen) => {
@@ -106,7 +124,7 @@ pub fn serve(cfg: EchoConfig) -> Result<(), String> {
         let shared = Arc::clone(&shared);
         let handle = std::thread::Builder::new()
             .name(format!("echo-{i}"))
-            .spawn(move || worker::run(listener, shared))
+            .spawn(move || worker::run(listener, shared, i))
             .map_err(|e| format!("cannot start thread: {e}"))?;
         handles.push(handle);
     }

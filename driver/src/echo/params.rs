@@ -1,5 +1,5 @@
 //! Query parameters the echo server understands: `delay`, `burn`, `size`, `status`, `depth`,
-//! `close`. `burn=10us` spends that much CPU time of the serving thread per request (an exact
+//! `close`, and over HTTP/2 `reset` and `goaway`. `burn=10us` spends that much CPU time of the serving thread per request (an exact
 //! CPU regression to inject); like `delay` it is forwarded down a `depth` chain, so every hop
 //! burns.
 
@@ -29,6 +29,10 @@ pub struct EchoParams {
     pub depth: u32,
     /// Answer with `Connection: close` and close (to exercise client reconnects).
     pub close: bool,
+    /// HTTP/2 only: answer with RST_STREAM (INTERNAL_ERROR) instead of a response.
+    pub reset: bool,
+    /// HTTP/2 only: close the connection with GOAWAY, leaving the request unanswered.
+    pub goaway: bool,
     /// The query with `depth` removed, forwarded to the next service.
     pub forward_query: String,
 }
@@ -44,6 +48,8 @@ impl EchoParams {
             status: 200,
             depth: 0,
             close: false,
+            reset: false,
+            goaway: false,
             forward_query: String::new(),
         };
         let mut forward: Vec<&str> = Vec::new();
@@ -83,6 +89,12 @@ impl EchoParams {
                 }
                 "close" => {
                     params.close = matches!(value, "1" | "true" | "yes" | "");
+                }
+                "reset" => {
+                    params.reset = matches!(value, "1" | "true" | "yes" | "");
+                }
+                "goaway" => {
+                    params.goaway = matches!(value, "1" | "true" | "yes" | "");
                 }
                 "depth" => {
                     let d: u32 = value

@@ -11,7 +11,7 @@ use mio::net::TcpListener;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
-use super::inbound::{Inbound, Step};
+use super::inbound::{Inbound, Protocol, Step};
 use super::upstream::{UpOutcome, UpState, Upstream};
 use super::Shared;
 use crate::clock::{minimize_timer_slack, mono_ns, PreciseTimer};
@@ -39,10 +39,18 @@ struct Worker {
     next_addrs: Vec<SocketAddr>,
     gen: u64,
     scratch: Vec<u8>,
+    /// This thread's number (names its HTTP/2 companion thread).
+    index: usize,
+    /// The HTTP/2 companion runtime, started with the first HTTP/2 connection.
+    h2: Option<tokio::runtime::Handle>,
 }
 
 /// Run one echo event loop on `listener` forever (returns only on a fatal error).
-pub(crate) fn run(listener: std::net::TcpListener, shared: Arc<Shared>) -> io::Result<()> {
+pub(crate) fn run(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+    index: usize,
+) -> io::Result<()> {
     minimize_timer_slack();
     let poll = Poll::new()?;
     let mut listener = TcpListener::from_std(listener);
@@ -71,6 +79,8 @@ pub(crate) fn run(listener: std::net::TcpListener, shared: Arc<Shared>) -> io::R
         next_addrs: Vec::new(),
         gen: 0,
         scratch: vec![0u8; 64 * 1024],
+        index,
+        h2: None,
     };
     w.run()
 }
@@ -118,7 +128,10 @@ impl Worker {
                         .register(&mut stream, Token(idx + FIRST), interest)
                         .is_ok()
                     {
-                        let conn = Inbound::new(stream, self.gen);
+                        let mut conn = Inbound::new(stream, self.gen);
+                        if self.shared.http2.is_none() {
+                            conn.http1_only();
+                        }
                         let conn = match &self.shared.tls {
                             None => conn,
                             Some(config) => match rustls::ServerConnection::new(Arc::clone(config))
@@ -140,14 +153,22 @@ impl Worker {
     fn on_event(&mut self, idx: usize) {
         match self.slots.get(idx) {
             Some(Slot::In(_)) => {
-                let ok = match self.slots.get_mut(idx) {
-                    Some(Slot::In(conn)) => conn.read_available(&mut self.scratch).is_ok(),
-                    _ => false,
+                let (ok, protocol) = match self.slots.get_mut(idx) {
+                    Some(Slot::In(conn)) => {
+                        let ok = conn.read_available(&mut self.scratch).is_ok();
+                        (ok, conn.protocol())
+                    }
+                    _ => (false, Protocol::Http1),
                 };
-                if ok {
-                    self.progress_inbound(idx);
-                } else {
+                if !ok {
                     self.close(idx);
+                    return;
+                }
+                match protocol {
+                    Protocol::Http1 => self.progress_inbound(idx),
+                    Protocol::Http2 => self.hand_over(idx),
+                    // a TLS handshake in progress still has records to send
+                    Protocol::Undecided => self.flush_inbound(idx),
                 }
             }
             Some(Slot::Up(_)) => self.drive_upstream(idx),
@@ -336,6 +357,30 @@ impl Worker {
         };
         self.handle_step(idx, step);
         self.flush_inbound(idx);
+    }
+
+    /// An HTTP/2 connection: from now on the companion runtime serves it.
+    fn hand_over(&mut self, idx: usize) {
+        let Some(settings) = self.shared.http2.clone() else {
+            return self.close(idx);
+        };
+        if self.h2.is_none() {
+            match crate::http2::server::companion(format!("echo-h2-{}", self.index)) {
+                Ok(handle) => self.h2 = Some(handle),
+                Err(e) => {
+                    eprintln!("netperf-driver echo: cannot serve HTTP/2: {e}");
+                    return self.close(idx);
+                }
+            }
+        }
+        let Some(Slot::In(mut conn)) = self.slots.remove(idx) else {
+            return;
+        };
+        let _ = self.poll.registry().deregister(&mut conn.stream);
+        let handover = conn.into_handover();
+        if let Some(rt) = &self.h2 {
+            rt.spawn(crate::http2::server::serve(handover, settings));
+        }
     }
 
     fn close(&mut self, idx: usize) {

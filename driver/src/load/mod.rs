@@ -40,8 +40,12 @@ pub fn run_http(opts: &HttpOpts) -> Result<(), Failure> {
         .url
         .resolve()
         .map_err(|e| Failure::unreachable(format!("cannot connect to {target}: {e}")))?;
-    let (per_thread, pre) = preflight(&mut plan, &addrs, &target)?;
-    let doc = measure(Arc::new(plan), per_thread, pre)?;
+    let doc = if plan.http2.is_some() {
+        crate::http2::client::measure(plan, &addrs, &target)?
+    } else {
+        let (per_thread, pre) = preflight(&mut plan, &addrs, &target)?;
+        measure(Arc::new(plan), per_thread, pre)?
+    };
     let json = serde_json::to_string_pretty(&doc).map_err(|e| Failure::other(e.to_string()))?;
     if let Some(path) = &opts.output {
         std::fs::write(path, format!("{json}\n"))

@@ -7,6 +7,7 @@ use super::conn::Framing;
 use super::schedule::ArrivalKind;
 use crate::cli::{Arrival, HttpOpts};
 use crate::exit::Failure;
+use crate::http2::plan::Http2Plan;
 use crate::tls::client::{sni_host, TlsTarget};
 use crate::url::HttpUrl;
 
@@ -43,6 +44,8 @@ pub struct Plan {
     pub seed: u64,
     /// `https://`: the TLS client configuration and server name.
     pub tls: Option<TlsTarget>,
+    /// `--http2`/`--grpc`: streams per connection and the request template (None: HTTP/1.1).
+    pub http2: Option<Http2Plan>,
 }
 
 impl Plan {
@@ -112,6 +115,11 @@ impl Plan {
             }
             None
         };
+        let http2 = Http2Plan::from_opts(opts, &url, &method, &headers)?;
+        let tls = match (tls, &http2) {
+            (Some(t), Some(_)) => Some(t.for_http2()),
+            (tls, _) => tls,
+        };
         let connections = opts.connections as usize;
         let threads = opts
             .threads
@@ -167,6 +175,7 @@ impl Plan {
             requests: opts.requests,
             seed: opts.seed,
             tls,
+            http2,
         })
     }
 
@@ -351,6 +360,61 @@ mod tests {
             "TLS option on http://"
         );
         assert!(plan(&["https://h/", "--ca", "/nonexistent.pem"]).is_err());
+    }
+
+    #[test]
+    fn http2_and_grpc_options() {
+        let p = plan(&[
+            "https://127.0.0.1:8443/x?y=1",
+            "--insecure",
+            "--http2",
+            "-H",
+            "Host: shop",
+        ])
+        .unwrap();
+        let h2 = p.http2.expect("http2");
+        assert_eq!((h2.streams, h2.mode()), (1, "h2"));
+        assert_eq!(h2.uri.to_string(), "https://shop/x?y=1");
+        assert!(
+            h2.headers.get("host").is_none(),
+            "Host became the authority"
+        );
+        assert_eq!(
+            p.tls.unwrap().config.alpn_protocols,
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        );
+        let p = plan(&[
+            "http://h:81/netperf.Echo/Echo",
+            "--grpc",
+            "--grpc-message-hex",
+            "0a01",
+        ])
+        .unwrap();
+        let h2 = p.http2.unwrap();
+        assert_eq!(h2.mode(), "h2c");
+        assert_eq!(h2.method, http::Method::POST);
+        assert_eq!(h2.body.as_deref(), Some(&b"\0\0\0\0\x02\x0a\x01"[..]));
+        assert_eq!(h2.headers["content-type"], "application/grpc");
+        assert_eq!(h2.headers["te"], "trailers");
+        let g = h2.grpc.unwrap();
+        assert_eq!(
+            (g.method.as_str(), g.message_bytes),
+            ("/netperf.Echo/Echo", 2)
+        );
+        let p = plan(&["http://h/", "--http2", "--streams-per-connection", "8"]).unwrap();
+        assert_eq!(p.http2.unwrap().streams, 8);
+        assert!(plan(&["http://h/", "--streams-per-connection", "8"]).is_err());
+        assert!(plan(&["http://h/x", "--grpc-message-hex", "00"]).is_err());
+        assert!(
+            plan(&["http://h/", "--grpc"]).is_err(),
+            "no method in the path"
+        );
+        assert!(plan(&["http://h/a.B/C", "--grpc", "--body-size", "3"]).is_err());
+        assert!(plan(&["http://h/a.B/C", "--grpc", "-m", "PUT"]).is_err());
+        assert!(plan(&["http://h/a.B/C", "--grpc", "--grpc-message-hex", "0"]).is_err());
+        assert!(plan(&["tcp://h:7", "--http2"]).is_err());
+        assert!(plan(&["http://h/", "--http2", "--new-connection-per-request"]).is_err());
+        assert!(plan(&["http://h/", "--http2", "-H", "Connection: close"]).is_err());
     }
 
     #[test]

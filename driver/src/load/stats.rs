@@ -26,10 +26,61 @@ pub enum ErrorKind {
     NotTls = 9,
     /// `http://` to a server that answered with TLS records (an HTTPS port).
     PlainToTls = 10,
+    /// HTTP/2 over TLS: the server did not agree on ALPN `h2` (it offers only http/1.1).
+    AlpnRefused = 11,
+    /// h2c (prior knowledge): the server answered the HTTP/2 preface with HTTP/1.x, or
+    /// closed the connection without an HTTP/2 SETTINGS frame.
+    H2cRefused = 12,
+    /// HTTP/2: the server reset the stream (RST_STREAM).
+    RstStream = 13,
+    /// HTTP/2: the request failed because the server sent GOAWAY.
+    GoAway = 14,
+    /// gRPC: a response without a usable grpc-status (or with a malformed message frame).
+    GrpcProtocol = 15,
+    // gRPC: a non-zero grpc-status; the kind names the code (see [`ErrorKind::grpc`]).
+    GrpcCancelled = 16,
+    GrpcUnknown = 17,
+    GrpcInvalidArgument = 18,
+    GrpcDeadlineExceeded = 19,
+    GrpcNotFound = 20,
+    GrpcAlreadyExists = 21,
+    GrpcPermissionDenied = 22,
+    GrpcResourceExhausted = 23,
+    GrpcFailedPrecondition = 24,
+    GrpcAborted = 25,
+    GrpcOutOfRange = 26,
+    GrpcUnimplemented = 27,
+    GrpcInternal = 28,
+    GrpcUnavailable = 29,
+    GrpcDataLoss = 30,
+    GrpcUnauthenticated = 31,
 }
 
 /// Number of error kinds.
-pub const ERROR_KINDS: usize = 11;
+pub const ERROR_KINDS: usize = 32;
+
+/// The first gRPC status kind: `grpc_status_1_cancelled`.
+pub const FIRST_GRPC_KIND: usize = ErrorKind::GrpcCancelled as usize;
+
+/// gRPC status codes 1..=16 as error kinds, in order.
+const GRPC_KINDS: [ErrorKind; 16] = [
+    ErrorKind::GrpcCancelled,
+    ErrorKind::GrpcUnknown,
+    ErrorKind::GrpcInvalidArgument,
+    ErrorKind::GrpcDeadlineExceeded,
+    ErrorKind::GrpcNotFound,
+    ErrorKind::GrpcAlreadyExists,
+    ErrorKind::GrpcPermissionDenied,
+    ErrorKind::GrpcResourceExhausted,
+    ErrorKind::GrpcFailedPrecondition,
+    ErrorKind::GrpcAborted,
+    ErrorKind::GrpcOutOfRange,
+    ErrorKind::GrpcUnimplemented,
+    ErrorKind::GrpcInternal,
+    ErrorKind::GrpcUnavailable,
+    ErrorKind::GrpcDataLoss,
+    ErrorKind::GrpcUnauthenticated,
+];
 
 /// JSON names of the error kinds, indexed by `ErrorKind as usize`.
 pub const ERROR_NAMES: [&str; ERROR_KINDS] = [
@@ -44,9 +95,40 @@ pub const ERROR_NAMES: [&str; ERROR_KINDS] = [
     "tls_handshake",
     "not_tls",
     "plain_http_to_tls",
+    "alpn_refused",
+    "h2c_refused",
+    "rst_stream",
+    "goaway",
+    "grpc_protocol",
+    "grpc_status_1_cancelled",
+    "grpc_status_2_unknown",
+    "grpc_status_3_invalid_argument",
+    "grpc_status_4_deadline_exceeded",
+    "grpc_status_5_not_found",
+    "grpc_status_6_already_exists",
+    "grpc_status_7_permission_denied",
+    "grpc_status_8_resource_exhausted",
+    "grpc_status_9_failed_precondition",
+    "grpc_status_10_aborted",
+    "grpc_status_11_out_of_range",
+    "grpc_status_12_unimplemented",
+    "grpc_status_13_internal",
+    "grpc_status_14_unavailable",
+    "grpc_status_15_data_loss",
+    "grpc_status_16_unauthenticated",
 ];
 
 impl ErrorKind {
+    /// The kind of a non-zero gRPC status (codes above 16 count as 2, UNKNOWN, as gRPC
+    /// says); None for 0 (OK).
+    pub fn grpc(status: u32) -> Option<Self> {
+        match status {
+            0 => None,
+            1..=16 => Some(GRPC_KINDS[status as usize - 1]),
+            _ => Some(ErrorKind::GrpcUnknown),
+        }
+    }
+
     /// Classify an I/O error from connect.
     pub fn from_connect(e: &std::io::Error) -> Self {
         match e.raw_os_error() {
@@ -364,6 +446,24 @@ mod tests {
         assert_eq!(all.max(), 1_900, "age at the end of the window");
         assert_eq!(all.min(), 500);
         assert_eq!(a.intervals.iter().map(|i| i.requests).sum::<u64>(), 1);
+    }
+
+    #[test]
+    fn grpc_statuses_are_named_kinds() {
+        assert_eq!(ErrorKind::grpc(0), None);
+        let k = ErrorKind::grpc(12).unwrap();
+        assert_eq!(ERROR_NAMES[k as usize], "grpc_status_12_unimplemented");
+        assert_eq!(
+            ERROR_NAMES[ErrorKind::grpc(1).unwrap() as usize],
+            "grpc_status_1_cancelled"
+        );
+        assert_eq!(
+            ERROR_NAMES[ErrorKind::grpc(16).unwrap() as usize],
+            "grpc_status_16_unauthenticated"
+        );
+        assert_eq!(ErrorKind::grpc(99), Some(ErrorKind::GrpcUnknown));
+        assert_eq!(ErrorKind::GrpcUnauthenticated as usize, ERROR_KINDS - 1);
+        assert_eq!(FIRST_GRPC_KIND + 15, ERROR_KINDS - 1);
     }
 
     #[test]

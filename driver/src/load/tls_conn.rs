@@ -26,8 +26,8 @@ pub struct Handshake {
     pub version: &'static str,
     /// IANA name of the cipher suite.
     pub cipher_suite: &'static str,
-    /// ALPN protocol agreed (`http/1.1`), if any.
-    pub alpn_http11: bool,
+    /// ALPN protocol agreed (`http/1.1`, `h2`), None when the server took no part in ALPN.
+    pub alpn: Option<&'static str>,
 }
 
 /// What one pass of reading TLS records gave.
@@ -189,7 +189,7 @@ impl TlsConn {
                 .negotiated_cipher_suite()
                 .and_then(|c| c.suite().as_str())
                 .unwrap_or("other"),
-            alpn_http11: s.alpn_protocol() == Some(b"http/1.1"),
+            alpn: crate::tls::alpn_name(s.alpn_protocol()),
         }
     }
 

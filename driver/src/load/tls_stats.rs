@@ -18,8 +18,8 @@ pub struct TlsStats {
     pub version: Option<&'static str>,
     /// First negotiated cipher suite seen.
     pub cipher_suite: Option<&'static str>,
-    /// ALPN agreed on `http/1.1` (first handshake seen).
-    pub alpn_http11: Option<bool>,
+    /// ALPN protocol agreed on the first handshake seen (inner None: no ALPN).
+    pub alpn: Option<Option<&'static str>>,
 }
 
 impl Default for TlsStats {
@@ -30,7 +30,7 @@ impl Default for TlsStats {
             handshake_time: hist::new_latency(),
             version: None,
             cipher_suite: None,
-            alpn_http11: None,
+            alpn: None,
         }
     }
 }
@@ -42,7 +42,7 @@ impl TlsStats {
         self.resumed += u64::from(h.resumed);
         self.version.get_or_insert(h.version);
         self.cipher_suite.get_or_insert(h.cipher_suite);
-        self.alpn_http11.get_or_insert(h.alpn_http11);
+        self.alpn.get_or_insert(h.alpn);
         if let Some(done) = timed_at {
             hist::record(&mut self.handshake_time, done.saturating_sub(h.started_ns));
         }
@@ -55,7 +55,7 @@ impl TlsStats {
         hist::merge(&mut self.handshake_time, &other.handshake_time);
         self.version = self.version.or(other.version);
         self.cipher_suite = self.cipher_suite.or(other.cipher_suite);
-        self.alpn_http11 = self.alpn_http11.or(other.alpn_http11);
+        self.alpn = self.alpn.or(other.alpn);
     }
 }
 
@@ -70,7 +70,7 @@ mod tests {
             resumed: false,
             version: "TLSv1.3",
             cipher_suite: "TLS13_AES_256_GCM_SHA384",
-            alpn_http11: true,
+            alpn: Some("http/1.1"),
         };
         let mut a = TlsStats::default();
         a.handshake(&full, Some(101_000));

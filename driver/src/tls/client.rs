@@ -100,6 +100,18 @@ impl TlsTarget {
         })
     }
 
+    /// The same target offering ALPN `h2` first (then `http/1.1`, so that a server without
+    /// HTTP/2 says so by choosing it), for `--http2`.
+    pub fn for_http2(&self) -> Self {
+        let mut config = (*self.config).clone();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Self {
+            config: Arc::new(config),
+            server_name: self.server_name.clone(),
+            settings: self.settings.clone(),
+        }
+    }
+
     /// A new client session (its ClientHello queued).
     pub fn session(&self) -> Result<rustls::ClientConnection, rustls::Error> {
         rustls::ClientConnection::new(Arc::clone(&self.config), self.server_name.clone())

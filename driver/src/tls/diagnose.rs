@@ -20,6 +20,9 @@ pub const NOT_TLS: &str = "the server did not answer TLS: is the port plain HTTP
 pub const PLAIN_TO_TLS: &str =
     "the server answered plain HTTP with TLS: is the port HTTPS? (use an https:// URL)";
 
+/// How an ALPN refusal starts.
+pub const ALPN_REFUSED: &str = "ALPN refused";
+
 /// True when `data` starts like a TLS record (handshake, alert, change cipher spec or
 /// application data, version 3.x): what a TLS server answers to a cleartext request.
 pub fn looks_like_tls(data: &[u8]) -> bool {
@@ -49,6 +52,10 @@ pub fn classify(error: &Error, first_byte: Option<u8>, client_cert: bool) -> Tls
                 format!("{cause} (alert {alert:?})"),
             )
         }
+        Error::AlertReceived(AlertDescription::NoApplicationProtocol) => failure(
+            ErrorKind::AlpnRefused,
+            format!("{ALPN_REFUSED}: the server supports none of the ALPN protocols offered"),
+        ),
         Error::AlertReceived(AlertDescription::ProtocolVersion) => failure(
             ErrorKind::TlsHandshake,
             "handshake failure: no TLS version in common (see --tls-version)".to_string(),

@@ -25,3 +25,12 @@ pub fn version_name(version: rustls::ProtocolVersion) -> &'static str {
         _ => "other",
     }
 }
+
+/// The name of a negotiated ALPN protocol (`http/1.1`, `h2`; `other` for anything else).
+pub fn alpn_name(protocol: Option<&[u8]>) -> Option<&'static str> {
+    match protocol? {
+        b"http/1.1" => Some("http/1.1"),
+        b"h2" => Some("h2"),
+        _ => Some("other"),
+    }
+}

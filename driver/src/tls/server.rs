@@ -12,8 +12,12 @@ use super::{pem, provider};
 const SESSION_CACHE: usize = 64 * 1024;
 
 /// The server configuration, or None when `--tls-cert` is not given. TLS 1.2 and 1.3,
-/// ALPN `http/1.1`, a session cache, and stateless session tickets unless switched off.
-pub fn server_config(opts: &TlsServerOpts) -> Result<Option<Arc<ServerConfig>>, String> {
+/// ALPN `h2` (when `http2`) and `http/1.1`, a session cache, and stateless session tickets
+/// unless switched off.
+pub fn server_config(
+    opts: &TlsServerOpts,
+    http2: bool,
+) -> Result<Option<Arc<ServerConfig>>, String> {
     let (Some(cert), Some(key)) = (&opts.tls_cert, &opts.tls_key) else {
         return Ok(None);
     };
@@ -34,7 +38,11 @@ pub fn server_config(opts: &TlsServerOpts) -> Result<Option<Arc<ServerConfig>>, 
     let mut config = builder
         .with_single_cert(pem::certificates(cert)?, pem::private_key(key)?)
         .map_err(|e| format!("bad --tls-cert/--tls-key: {e}"))?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    config.alpn_protocols = if http2 {
+        vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+    } else {
+        vec![b"http/1.1".to_vec()]
+    };
     config.session_storage = ServerSessionMemoryCache::new(SESSION_CACHE);
     if !opts.tls_no_tickets {
         config.ticketer =
