@@ -32,6 +32,7 @@ from pytest_netperf.topology.builders import (
 from pytest_netperf.topology.model import Node, NodeKind, Target, Topology
 from pytest_netperf.topology.render.files import ConfigPathError
 from pytest_netperf.topology.resources import Resources
+from pytest_netperf.topology.tls import TlsTermination
 from pytest_netperf.verdict.status import Status
 from pytest_netperf.version import __version__
 
@@ -50,6 +51,7 @@ __all__ = [
     "Resources",
     "Status",
     "Target",
+    "TlsTermination",
     "Topology",
     "__version__",
     "access_modes_topology",

@@ -19,6 +19,11 @@ class DriverError(NetperfError):
     """The driver ran but could not measure (bad flags, unreachable target, crash)."""
 
 
+class LoadOptionError(NetperfError, ValueError):
+    """A load option of ``measure()``/``compare()`` is unknown or out of range, or options do
+    not fit together; names them (``pytest_netperf.measure.load_options`` checks them)."""
+
+
 class InvalidMeasurement(NetperfError):
     """A round was measured but must not be judged (saturated driver, errors, …)."""
 

@@ -44,11 +44,24 @@ def add_parser(commands: argparse._SubParsersAction) -> None:
         default="github,gitlab",
         help="CI jobs to write: github, gitlab, both comma-separated, or none (default: %(default)s)",
     )
+    init.add_argument(
+        "--tls-ca",
+        type=Path,
+        metavar="PEM",
+        help="CA bundle the gates of a TLS-only proxy trust (default: a CA certificate among the files it "
+        "mounts; none found: its certificate is accepted unchecked, with a TODO)",
+    )
     init.add_argument("--force", action="store_true", help="replace files that exist (pytest.ini: add the keys)")
 
 
 def run_init(
-    compose_file: Optional[Path], tests_dir: str, package: str, ci: str, force: bool, root: Optional[Path] = None
+    compose_file: Optional[Path],
+    tests_dir: str,
+    package: str,
+    ci: str,
+    force: bool,
+    root: Optional[Path] = None,
+    tls_ca: Optional[Path] = None,
 ) -> int:
     """Survey the Compose file, then write every file or none; returns the exit code."""
     # imported here: the Locust worker image runs this CLI without Compose's YAML library
@@ -60,6 +73,7 @@ def run_init(
     try:
         systems = _ci_systems(ci)
         file = _compose_file(root, compose_file)
+        ca = _tls_ca(root, tls_ca)
         stack = survey(file)
         plan = render.StarterPlan(
             survey=stack,
@@ -67,6 +81,8 @@ def run_init(
             tests_dir=tests_dir.strip("/") or ".",
             package=package,
             watched=_watched_folders(stack, root),
+            tls_ca=ca,
+            root=root,
         )
         _check_proxies(stack)
         written = files.plan_files(root, plan, systems, force)
@@ -83,7 +99,7 @@ def run_init(
     for service in stack.proxies_without_port:
         print(
             f"netperf init: not gated: service {service.name!r} ({service.image}) in {plan.compose_path} "
-            'neither publishes nor exposes a plain-HTTP port (add `expose: ["80"]` and run init again)'
+            'neither publishes nor exposes a port (add `expose: ["80"]` and run init again)'
         )
     for service in stack.inactive:
         print(
@@ -92,7 +108,13 @@ def run_init(
             f"the profile on, run COMPOSE_PROFILES={service.profiles[0]} netperf init --force"
         )
     for service in stack.proxies:
-        print(f"netperf init: gating {service.name} ({service.image}), HTTP on port {service.http_port}")
+        if service.scheme == "https":
+            print(
+                f"netperf init: gating {service.name} ({service.image}), HTTPS on port {service.https_port} "
+                f"(it listens with TLS only), {_trust_words(plan.ca_of(service))}; with a handshake-per-request test"
+            )
+        else:
+            print(f"netperf init: gating {service.name} ({service.image}), HTTP on port {service.http_port}")
         _print_routes(service)
     if stack.profiles_needed:
         print(f"netperf init: the gates turn on the Compose profile(s) {', '.join(stack.profiles_needed)}")
@@ -112,7 +134,7 @@ def _print_routes(service: ServiceSurvey) -> None:
     """The routes of ``service``'s config that are gated, and the others it names (to choose from)."""
     from pytest_netperf.starter.routes import choose_routes
 
-    gated, others = choose_routes(service.routes, service.http_port)
+    gated, others = choose_routes(service.routes, service.gate_port)
     if not gated:
         print(f"netperf init:   {service.name}: no route read from its config; gated at path /")
         return
@@ -120,6 +142,32 @@ def _print_routes(service: ServiceSurvey) -> None:
     print(f"netperf init:   {service.name}: routes gated: {shown}")
     for route in others:
         print(f"netperf init:   {service.name}: not gated: {route.describe()} ({route.source})")
+
+
+def _trust_words(ca: Optional[str]) -> str:
+    """How the gates of a TLS-only proxy check its certificate, for the summary line."""
+    if ca is not None:
+        return f"trusting the CA {ca}"
+    return (
+        "accepting its certificate unchecked: no CA certificate among the files it mounts "
+        "(name one with --tls-ca PEM; a TODO in the gates says so)"
+    )
+
+
+def _tls_ca(root: Path, given: Optional[Path]) -> Optional[str]:
+    """``--tls-ca`` relative to ``root`` (as the gates name it), after checking it is a PEM
+    certificate inside the repository; None when not given."""
+    from pytest_netperf.starter.tls import check_ca_file
+
+    if given is None:
+        return None
+    path = (root / given).resolve() if not given.is_absolute() else given.resolve()
+    problem = check_ca_file(path)
+    if problem:
+        raise _UsageError(f"{problem}. Nothing was written")
+    if not path.is_relative_to(root):
+        raise _UsageError(f"--tls-ca {given} is outside {root}: the CI job checks out only the repository")
+    return path.relative_to(root).as_posix()
 
 
 def _ci_systems(text: str) -> list[str]:
@@ -159,7 +207,7 @@ def _check_proxies(stack: StackSurvey) -> None:
     if stack.proxies_without_port:
         names = ", ".join(repr(s.name) for s in stack.proxies_without_port)
         raise _UsageError(
-            f"{stack.file}: service {names} neither publishes nor exposes a plain-HTTP port; "
+            f"{stack.file}: service {names} neither publishes nor exposes a port; "
             'add `expose: ["80"]` (or its port) to it. Nothing was written'
         )
     if stack.inactive:

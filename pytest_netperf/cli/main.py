@@ -146,7 +146,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.command == "images":
         return run_images_build(args.force, args.only, args.counting)
     if args.command == "init":
-        return cli_init.run_init(args.compose_file, args.tests_dir, args.package, args.ci, args.force)
+        return cli_init.run_init(
+            args.compose_file, args.tests_dir, args.package, args.ci, args.force, tls_ca=args.tls_ca
+        )
     if args.command == "locust-worker":
         return run_locust_worker(args.master, args.locustfile, args.version)
     return run_calibrate(extra[1:] if extra[:1] == ["--"] else extra)

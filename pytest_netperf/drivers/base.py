@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional, Protocol
+from typing import Optional, Protocol, Union
 
 from pytest_netperf import defaults
-from pytest_netperf.drivers.tls_options import TlsOptions
-from pytest_netperf.errors import DriverError
+from pytest_netperf.errors import DriverError, LoadOptionError
 from pytest_netperf.results.model import RoundResult
+from pytest_netperf.tls_options import TlsOptions
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,25 @@ class LoadShape:
     protocol: str = "tcp"
     #: ``https://`` targets: certificates, resumption and version (None: the driver's defaults).
     tls: Optional[TlsOptions] = None
+    #: HTTP version: None or ``"1.1"`` (HTTP/1.1), or ``"2"``: HTTP/2, h2 over TLS (ALPN) for
+    #: ``https://`` and cleartext h2c with prior knowledge for ``http://`` (rust driver).
+    http: Optional[str] = None
+    #: HTTP/2 and gRPC: requests in flight per connection (its concurrent streams).
+    streams_per_connection: int = 1
+    #: gRPC unary calls (over HTTP/2): True (the URL's path names the method) or the method,
+    #: ``"/package.Service/Method"`` (it replaces the URL's path).
+    grpc: Union[bool, str, None] = None
+    #: gRPC: the request message (serialized protobuf): bytes, or the path of a file.
+    grpc_message: Union[bytes, str, None] = None
     extra: dict = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        check_protocol_options(self)
+
+    @property
+    def http2(self) -> bool:
+        """HTTP/2 (``http="2"``, or gRPC, which runs over it)."""
+        return self.http == "2" or bool(self.grpc)
 
     @property
     def mode(self) -> str:
@@ -56,7 +74,8 @@ class LoadShape:
     def describe_request(self, url: str) -> str:
         """The exact request a round sends and how, e.g. ``GET http://10.0.0.2:80/?size=16384,
         Host: shop.example, 512-byte body; c=16 closed 1s (+0.5s warmup)``."""
-        parts = [f"{self.method} {url}" if url.startswith("http") else url]
+        method = "POST" if self.grpc else self.method
+        parts = [f"{method} {url}" if url.startswith("http") else url]
         parts += [f"{name}: {value}" for name, value in self.headers]
         if self.body_size:
             parts.append(f"{self.body_size}-byte body")
@@ -64,7 +83,35 @@ class LoadShape:
             parts.append("a new connection per request")
         if self.rate:
             parts.append(f"{self.arrival} arrivals")
+        if self.grpc:
+            method = self.grpc if isinstance(self.grpc, str) else "the URL's method"
+            parts.append(f"gRPC {method}")
+        if self.http2:
+            streams = self.streams_per_connection
+            parts.append(f"HTTP/2, {streams} stream{'s' if streams != 1 else ''} per connection")
         return ", ".join(parts) + f"; {self.describe()}"
+
+
+def check_protocol_options(shape: LoadShape) -> None:
+    """The HTTP/2 and gRPC options of ``shape`` fit together; LoadOptionError naming them otherwise."""
+    if shape.grpc and shape.http == "1.1":
+        raise LoadOptionError("load option grpc= runs over HTTP/2: drop http='1.1'")
+    if shape.streams_per_connection != 1 and not shape.http2:
+        raise LoadOptionError(
+            f"load option streams_per_connection={shape.streams_per_connection!r} needs HTTP/2: "
+            "add http='2' (or grpc=); HTTP/1.1 has one request in flight per connection"
+        )
+    if shape.grpc_message is not None and not shape.grpc:
+        raise LoadOptionError("load option grpc_message= needs grpc= (True, or '/package.Service/Method')")
+    if shape.http2 and shape.new_connection_per_request:
+        raise LoadOptionError(
+            "load option new_connection_per_request=True is HTTP/1.1 only: an HTTP/2 connection "
+            "carries many requests (drop http='2'/grpc= to measure a handshake per request)"
+        )
+    if shape.grpc and (shape.body_size or shape.method.upper() not in ("GET", "POST")):
+        raise LoadOptionError(
+            "load option grpc=: the call is a POST whose body is grpc_message=; drop method= and body_size="
+        )
 
 
 class Driver(Protocol):

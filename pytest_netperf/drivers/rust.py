@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from typing import Optional
+from urllib.parse import urlsplit, urlunsplit
 
 from pytest_netperf.drivers.base import LoadShape, sent_something
 from pytest_netperf.drivers.rust_json import round_from_driver_json
@@ -21,6 +22,7 @@ _EXIT_MEANINGS = {
     4: "was interrupted",
     5: "lost the target mid-round",
     6: "failed the TLS handshake",
+    7: "found that the target does not speak the protocol asked for",
 }
 
 
@@ -28,6 +30,28 @@ def _seconds(value: float) -> str:
     """A duration flag value the driver parses exactly (``1.5s``, ``0.0005s``)."""
     text = f"{float(value):.9f}".rstrip("0").rstrip(".")
     return f"{text or '0'}s"
+
+
+def grpc_url(url: str, method: str) -> str:
+    """``url`` with its path (and query) replaced by the gRPC ``method`` (``/pkg.Service/Method``)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, method, "", ""))
+
+
+def http2_argv(shape: LoadShape) -> list[str]:
+    """The driver flags of ``shape``'s HTTP/2 and gRPC options (none for HTTP/1.1)."""
+    args: list[str] = []
+    if shape.grpc:
+        args.append("--grpc")
+        if isinstance(shape.grpc_message, bytes):
+            args += ["--grpc-message-hex", shape.grpc_message.hex()]
+        elif shape.grpc_message is not None:
+            args += ["--grpc-message-file", str(shape.grpc_message)]
+    elif shape.http == "2":
+        args.append("--http2")
+    if shape.http2 and shape.streams_per_connection != 1:
+        args += ["--streams-per-connection", str(int(shape.streams_per_connection))]
+    return args
 
 
 class RustDriver:
@@ -46,6 +70,8 @@ class RustDriver:
 
     def argv(self, url: str, shape: LoadShape) -> list[str]:
         """The command line for ``shape`` (argv[0] is the bare binary name)."""
+        if isinstance(shape.grpc, str):
+            url = grpc_url(url, shape.grpc)
         args = [
             BINARY_NAME,
             "http",
@@ -77,6 +103,7 @@ class RustDriver:
             args += ["--payload", str(int(shape.payload))]
         if shape.tls is not None and url.startswith("https://"):
             args += shape.tls.argv()
+        args += http2_argv(shape)
         for key, value in sorted(shape.extra.items()):
             flag = "--" + key.replace("_", "-")
             if value is True:

@@ -15,6 +15,7 @@ from pytest_netperf.measure.counting_pass import CountingNode
 from pytest_netperf.measure.system_costs import CostProbe
 from pytest_netperf.results.model import WireCounters
 from pytest_netperf.runtime.commands import CommandRunner
+from pytest_netperf.tls_options import TlsOptions
 
 
 class WireCounter(Protocol):
@@ -90,6 +91,11 @@ class Endpoint(Protocol):
     @property
     def counter(self) -> Optional[CountingNode]:
         """Runs the node the URL enters under valgrind or strace (the counting pass); None: cannot."""
+        ...
+
+    @property
+    def tls(self) -> Optional[TlsOptions]:
+        """How to speak TLS to an ``https://`` URL (the CA to trust); a test's ``tls=`` adds to it."""
         ...
 
     def guard(self) -> Optional[str]:

@@ -37,7 +37,7 @@ from pytest_netperf.measure.outcomes import (
 )
 from pytest_netperf.measure.rounds import ProgressFn, TimedRounds
 from pytest_netperf.measure.system_costs import check_probes, system_budgets
-from pytest_netperf.measure.targets import host_header
+from pytest_netperf.measure.targets import host_header, target_tls
 from pytest_netperf.runtime.commands import CommandRunner
 from pytest_netperf.verdict.calibration import NoiseFloor, check_budget_against_noise
 
@@ -259,6 +259,9 @@ class Gate:
         host = host_header(target)
         if host and not any(k.lower() == "host" for k, _ in shape.headers):
             shape = replace(shape, headers=shape.headers + (("Host", host),))
+        tls = target_tls(target, shape.tls)
+        if tls != shape.tls:  # the endpoint's CA (a topology's test CA), the test's options in front
+            shape = replace(shape, tls=tls)
         name = driver_for_target(url, driver, self._default_driver)
         drv = self._driver_factory(name, runner)
         images = {} if isinstance(target, str) else dict(target.images)

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import re
 import zlib
 from dataclasses import dataclass
 from typing import Any
 
 from pytest_netperf import defaults
-from pytest_netperf.drivers.tls_options import TlsOptions
-from pytest_netperf.errors import NetperfError
-
-
-class LoadOptionError(NetperfError, ValueError):
-    """A load option of ``measure()``/``compare()`` is unknown or out of range; names it."""
+from pytest_netperf.errors import LoadOptionError as LoadOptionError  # defined low: LoadShape raises it
+from pytest_netperf.tls_options import TlsOptions
 
 
 @dataclass(frozen=True)
@@ -46,6 +43,13 @@ SHAPE_ALIASES = {
     "streams": "connections",
 }
 _PROTOCOLS = ("tcp", "udp")
+#: ``http=``: HTTP/1.1, or HTTP/2 (h2 over TLS via ALPN for https://, h2c for http://).
+HTTP_VERSIONS = ("1.1", "2")
+#: Most streams per connection the driver accepts.
+MAX_STREAMS_PER_CONNECTION = 10_000
+#: Largest gRPC request message (gRPC's default receive limit).
+MAX_GRPC_MESSAGE_BYTES = 4 << 20
+_GRPC_METHOD = re.compile(r"^/[^/?#\s]+/[^/?#\s]+$")
 
 
 def check_load_option(given: str, name: str, value: Any) -> Any:
@@ -98,12 +102,58 @@ def check_load_option(given: str, name: str, value: Any) -> Any:
         raise bad("an HTTP method such as 'GET'")
     if name == "new_connection_per_request" and not isinstance(value, bool):
         raise bad("True or False")
+    if name == "http":
+        return _http_version(value, bad)
+    if name == "streams_per_connection":
+        streams = whole(1)
+        if streams > MAX_STREAMS_PER_CONNECTION:
+            raise bad(f"a whole number from 1 to {MAX_STREAMS_PER_CONNECTION}")
+        return streams
+    if name == "grpc":
+        if value is None or isinstance(value, bool):
+            return value or None
+        if isinstance(value, str) and _GRPC_METHOD.match(value):
+            return value
+        raise bad("True (the URL's path names the method) or a method such as '/package.Service/Method'")
+    if name == "grpc_message":
+        return _grpc_message(value, bad)
     if name == "tls" and value is not None:
         try:
             return TlsOptions.of(value)
         except ValueError as exc:
             raise bad(f"TLS options such as {{'ca': 'ca.pem'}} ({exc})") from exc
     return value
+
+
+def _http_version(value: Any, bad: Any) -> Any:
+    """``http=``'s value as ``"1.1"``/``"2"`` (None: HTTP/1.1); 2 and 1.1 as numbers too."""
+    if value is None:
+        return None
+    text = str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+    if text == "2.0":
+        text = "2"
+    if text not in HTTP_VERSIONS:
+        raise bad("'1.1' or '2' (HTTP/2: h2 over TLS via ALPN for https://, cleartext h2c for http://)")
+    return text
+
+
+def _grpc_message(value: Any, bad: Any) -> Any:
+    """``grpc_message=``: bytes (at most 4 MiB), or the path of a readable file (as text)."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        data = bytes(value)
+        if len(data) > MAX_GRPC_MESSAGE_BYTES:
+            raise bad("a message of at most 4 MiB")
+        return data
+    if isinstance(value, (str, os.PathLike)):
+        path = os.fspath(value)
+        if not os.path.isfile(path):
+            raise bad(f"bytes, or the path of a file (no file {path!r})")
+        if os.path.getsize(path) > MAX_GRPC_MESSAGE_BYTES:
+            raise bad("a message of at most 4 MiB")
+        return str(path)
+    raise bad("bytes (a serialized message), or the path of a file holding one")
 
 
 def round_seed(label: str, round_index: int) -> int:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, Optional, overload
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pytest_netperf.measure.endpoint import Endpoint, TargetLike
+from pytest_netperf.tls_options import TlsOptions
 
 
 def target_url(target: TargetLike) -> str:
@@ -43,3 +45,19 @@ def with_query(target: TargetLike, **params: Any) -> TargetLike:
 def host_header(target: TargetLike) -> Optional[str]:
     """The Host header an endpoint asks for, if any."""
     return None if isinstance(target, str) else target.host_header
+
+
+def target_tls(target: TargetLike, given: Optional[TlsOptions]) -> Optional[TlsOptions]:
+    """The TLS options of a round against ``target``: what the endpoint carries (the CA of a
+    topology's test certificates, or the one a Compose stack's ``endpoint(tls=...)`` named),
+    with every option the test gave (``tls=``) in front of it."""
+    own = None if isinstance(target, str) else target.tls
+    if own is None or given is None:
+        return given if own is None else own
+    merged = {
+        f.name: getattr(given, f.name) if getattr(given, f.name) != f.default else getattr(own, f.name)
+        for f in fields(TlsOptions)
+    }
+    if given.insecure or given.ca:  # the test's trust replaces the endpoint's
+        merged.update(ca=given.ca, insecure=given.insecure)
+    return TlsOptions(**merged)

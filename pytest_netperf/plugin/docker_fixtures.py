@@ -94,8 +94,9 @@ def netperf_docker(
         core_split=containers_split(session.driver_cpus if session is not None else "auto"),
         priority=priority,
     )
-    restore_signals = _install_signal_cleanup(session_id)
-    last_resort = _register_atexit(session_id)
+    # the test CA's key files go too: a killed session must not leave them in the temp folder
+    restore_signals = _install_signal_cleanup(session_id, runtime.close_test_ca)
+    last_resort = _register_atexit(session_id, runtime.close_test_ca)
     try:
         yield runtime
     finally:
@@ -135,7 +136,9 @@ def echo_topology(request: pytest.FixtureRequest, netperf_docker: DockerRuntime)
 
 @pytest.fixture(scope="module")
 def gateway_topology(request: pytest.FixtureRequest, netperf_docker: DockerRuntime) -> Iterator[RunningTopology]:
-    """Echo behind a gateway; param: kind ("nginx" default | "kong") or a dict (kind, workers, ...)."""
+    """Echo behind a gateway; param: kind ("nginx" default | "kong" | "haproxy") or a dict (kind,
+    workers, upstream_keepalive, tls: e.g. ``{"kind": "nginx", "tls": {"key_type": "rsa-2048"}}``
+    adds the ``gateway-tls`` target, whose certificate's CA the gate trusts; see docs/tls.md)."""
     yield from _bring_up(netperf_docker, builders.gateway_topology(**_params(request, "kind", "nginx")), request)
 
 
@@ -320,12 +323,13 @@ def _take_down(runtime: DockerRuntime, running: RunningTopology) -> None:
         runtime.running.remove(running)
 
 
-def _install_signal_cleanup(session_id: str) -> Callable[[], None]:
-    """Handlers that remove this session's resources, then let the signal act as before."""
+def _install_signal_cleanup(session_id: str, also: Callable[[], None] = lambda: None) -> Callable[[], None]:
+    """Handlers that remove this session's resources (and call ``also``), then let the signal act
+    as before."""
     previous: dict[int, Any] = {}
 
     def handler(signum: int, frame: FrameType | None) -> None:
-        _quiet_clean(session_id)
+        _quiet_clean(session_id, also)
         before = previous.get(signum, signal.SIG_DFL)
         signal.signal(signum, before)
         if callable(before):
@@ -347,14 +351,16 @@ def _install_signal_cleanup(session_id: str) -> Callable[[], None]:
     return restore
 
 
-def _register_atexit(session_id: str) -> Callable[[], None]:
+def _register_atexit(session_id: str, also: Callable[[], None] = lambda: None) -> Callable[[], None]:
     def last_resort() -> None:
-        _quiet_clean(session_id)
+        _quiet_clean(session_id, also)
 
     atexit.register(last_resort)
     return last_resort
 
 
-def _quiet_clean(session_id: str) -> None:
+def _quiet_clean(session_id: str, also: Callable[[], None] = lambda: None) -> None:
     with contextlib.suppress(Exception):  # Docker gone: nothing more we can do while exiting
         clean_session(session_id)
+    with contextlib.suppress(Exception):
+        also()

@@ -1,7 +1,8 @@
 """Clones of a running node with its process under valgrind or strace (the counting pass's runs).
 
 A clone runs the node's own image (its counting variant, see images/counting_image.py), command,
-environment, user, mounts and config files on the node's network, without the node's
+environment, user, mounts (bind mounts, named volumes, tmpfs: a TLS proxy's certificates come
+with them) and config files on the node's network, without the node's
 aliases, so upstream names resolve to the real upstreams and nothing routes to the clone
 but the counting pass's own requests. Each counted run starts a fresh clone, waits until its
 port accepts a connection and its processes are idle (start-up finished), and is held as a
@@ -313,12 +314,26 @@ def _clone_options(source: Container, name: str) -> dict[str, Any]:
         "security_opt": host.get("SecurityOpt"),
     }
     binds = host.get("Binds")
-    mounts = [m for m in (attrs.get("Mounts") or []) if m.get("Type") == "bind"]
     if binds:
         options["volumes"] = list(binds)
-    elif mounts:
-        options["volumes"] = [f"{m['Source']}:{m['Destination']}:{'rw' if m.get('RW', True) else 'ro'}" for m in mounts]
+    else:
+        volumes = [_mount_spec(m) for m in attrs.get("Mounts") or []]
+        if any(volumes):
+            options["volumes"] = [v for v in volumes if v]
+    if host.get("Tmpfs"):
+        options["tmpfs"] = dict(host["Tmpfs"])
     return options
+
+
+def _mount_spec(mount: Mapping[str, Any]) -> str:
+    """``source:destination:mode`` of a bind mount or a named volume (a team's certificates or
+    config may live in either: the clone must serve TLS as the service does), "" for others."""
+    mode = "rw" if mount.get("RW", True) else "ro"
+    if mount.get("Type") == "bind":
+        return f"{mount['Source']}:{mount['Destination']}:{mode}"
+    if mount.get("Type") == "volume" and mount.get("Name"):
+        return f"{mount['Name']}:{mount['Destination']}:{mode}"
+    return ""
 
 
 def _copy_files(source: Container, target: Container, paths: Sequence[str]) -> None:

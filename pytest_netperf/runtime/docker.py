@@ -18,6 +18,7 @@ import io
 import itertools
 import os
 import re
+import ssl
 import tarfile
 import time
 from collections.abc import Callable, Mapping
@@ -36,13 +37,16 @@ from pytest_netperf.runtime.cleanup import clean_network
 from pytest_netperf.runtime.cpu_priority import CpuPriority
 from pytest_netperf.runtime.host_ports import port_free
 from pytest_netperf.runtime.isolation import INTERNAL_NETWORKS, hardening_options
-from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
+from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady, tls_context
 from pytest_netperf.runtime.resources import CoreSplit, default_split
 from pytest_netperf.runtime.running import HOST_NETWORK_ADDRESS, RunningTopology, TopologyStartError, bridge_address
+from pytest_netperf.runtime.test_ca import SessionCA
+from pytest_netperf.runtime.tls_nodes import with_certificates
 from pytest_netperf.topology.model import Node, Topology
 from pytest_netperf.topology.render.containers import ContainerSpec, container_specs
 from pytest_netperf.topology.render.files import check_configs
 from pytest_netperf.topology.resources import Resources
+from pytest_netperf.topology.tls import TlsTermination
 
 __all__ = ["LOG_TAIL_LINES", "DockerRuntime", "node_limits", "start_waves"]
 
@@ -60,6 +64,8 @@ class DockerRuntime:
     relative ``config=`` paths resolve (default: the working directory); ``core_split``
     ("auto": :func:`default_split`) puts nodes without a cpuset on the system-under-test cores;
     ``priority`` (:mod:`.cpu_priority`) is the weighted cgroup every container is created in.
+    Nodes with a TLS listener (``params["tls"]``) get certificates of one test CA per runtime
+    (:attr:`test_ca`), removed by :meth:`down_all`.
     """
 
     def __init__(
@@ -86,6 +92,14 @@ class DockerRuntime:
         self.startup_times: dict[str, float] = {}
         self.running: list[RunningTopology] = []
         self._serial = itertools.count(1)
+        self._test_ca: SessionCA | None = None
+
+    @property
+    def test_ca(self) -> SessionCA:
+        """The runtime's test CA (made on first use): it signs the TLS listeners' certificates."""
+        if self._test_ca is None:
+            self._test_ca = SessionCA()
+        return self._test_ca
 
     def network_name(self, topology: Topology) -> str:
         """Unique per session, xdist worker and bring-up: ``netperf-<sid>-<worker>-<topo>-<n>``."""
@@ -119,6 +133,7 @@ class DockerRuntime:
         started = time.monotonic()
         base = base_dir if base_dir is not None else self.base_dir
         topology.validate()
+        topology = with_certificates(topology, lambda: self.test_ca)
         _check_host_ports(topology)
         check_configs(topology, base)
         specs = container_specs(topology, base)
@@ -169,9 +184,16 @@ class DockerRuntime:
         return str(created.id)
 
     def down_all(self) -> None:
-        """Tear down every topology this runtime started and still runs."""
+        """Tear down every topology this runtime started and still runs; remove the test CA's files."""
         while self.running:
             self.running.pop().down()
+        self.close_test_ca()
+
+    def close_test_ca(self) -> None:
+        """Remove the test CA's files (a signal handler may call it: nothing but file removal)."""
+        authority, self._test_ca = self._test_ca, None
+        if authority is not None:
+            authority.close()
 
     def _start_wave(
         self,
@@ -245,9 +267,18 @@ class DockerRuntime:
                 host = topology.node(root).host_network
                 addresses[root] = HOST_NETWORK_ADDRESS if host else bridge_address(containers[root], network)
             probes = [(spec.port, spec.health_path), *((port, None) for port in spec.tcp_ports)]
+            if spec.tls is not None:  # the TLS listener: a full HTTPS request, trusting the test CA
+                probes.append((spec.tls.port, spec.health_path))
             for port, path in probes:
+                tls = spec.tls if spec.tls is not None and port == spec.tls.port and spec.tls.certificate else None
                 probe = HttpReadiness(
-                    addresses[root], port, path, max(0.5, deadline - time.monotonic()), self.poll_interval_s
+                    addresses[root],
+                    port,
+                    path,
+                    max(0.5, deadline - time.monotonic()),
+                    self.poll_interval_s,
+                    tls=_probe_context(tls) if tls is not None else None,
+                    server_name=spec.node if tls is not None else None,
                 )
                 try:
                     probe.wait_until_ready(containers[spec.node])
@@ -259,6 +290,14 @@ class DockerRuntime:
                         f"--- last {LOG_TAIL_LINES} log lines of {spec.node} ---\n"
                         f"{_log_tail(containers[spec.node])}"
                     ) from exc
+
+
+def _probe_context(tls: TlsTermination) -> ssl.SSLContext:
+    """The readiness probe's TLS context for a listener: trusting its certificate's CA, with a
+    client certificate of that CA when the listener is mutual."""
+    assert tls.certificate is not None
+    client = tls.certificate.client_files if tls.mutual else None
+    return tls_context(tls.certificate.ca_file, client)
 
 
 def _check_host_ports(topology: Topology) -> None:

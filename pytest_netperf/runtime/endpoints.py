@@ -15,6 +15,7 @@ from pytest_netperf.runtime.commands import CommandRunner
 from pytest_netperf.runtime.costs import SystemProbe
 from pytest_netperf.runtime.counting_clone import NodeCounter
 from pytest_netperf.runtime.wire import WireProbe
+from pytest_netperf.tls_options import TlsOptions
 
 __all__ = ["Endpoint", "TopologyGuard"]
 
@@ -121,6 +122,9 @@ class Endpoint:
     wire: WireProbe | None = field(default=None, hash=False, compare=False, repr=False)
     #: runs the node the URL enters under valgrind or strace (the counting pass); None: cannot
     counter: NodeCounter | None = field(default=None, hash=False, compare=False, repr=False)
+    #: how the driver speaks TLS to an ``https://`` URL (the CA to trust): the load option ``tls=``
+    #: of a test adds to it (None: the driver's defaults)
+    tls: TlsOptions | None = field(default=None, hash=False, compare=False)
 
     def guard(self) -> str | None:
         """None while ``url`` still reaches this session's running topology, else the reason.

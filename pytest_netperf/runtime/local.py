@@ -5,6 +5,8 @@ from __future__ import annotations
 import http.client
 import os
 import selectors
+import socket
+import ssl
 import subprocess
 import time
 from types import TracebackType
@@ -13,6 +15,7 @@ from typing import Optional
 from pytest_netperf.errors import DriverError
 from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.process_guard import driver_preexec
+from pytest_netperf.runtime.test_ca import SessionCA
 
 
 class LocalEchoServer:
@@ -22,6 +25,11 @@ class LocalEchoServer:
     ``/healthz``; the process is killed on exit and also when starting fails. ``cpus`` (a
     cpuset such as ``2-3``) keeps the server on those cores, e.g. the system under test's
     share of :func:`~pytest_netperf.runtime.resources.default_split`, away from the driver's.
+
+    With ``tls`` (a :class:`~pytest_netperf.runtime.test_ca.SessionCA`) it serves HTTPS with
+    the CA's server certificate (and, with ``mutual``, asks for a client certificate of that
+    CA); ``url`` is then ``https://`` and the readiness probe is an HTTPS GET that trusts
+    only that CA (presenting its client certificate when ``mutual``).
     """
 
     def __init__(
@@ -33,7 +41,12 @@ class LocalEchoServer:
         threads: Optional[int] = None,
         start_timeout_s: float = 10.0,
         cpus: Optional[str] = None,
+        tls: Optional[SessionCA] = None,
+        mutual: bool = False,
     ) -> None:
+        if mutual and tls is None:
+            raise ValueError("mutual=True needs tls= (the SessionCA whose client certificates to require)")
+        self.tls, self.mutual = tls, mutual
         self.listen = listen
         self.cpus = cpus
         self.id = id
@@ -47,11 +60,11 @@ class LocalEchoServer:
 
     @property
     def url(self) -> str:
-        """Base URL, e.g. ``http://127.0.0.1:41234``."""
+        """Base URL, e.g. ``http://127.0.0.1:41234`` (``https://`` with ``tls``)."""
         if not self.port:
             raise RuntimeError("echo server is not running")
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return f"{'https' if self.tls is not None else 'http'}://{host}:{self.port}"
 
     @property
     def pid(self) -> int:
@@ -69,6 +82,8 @@ class LocalEchoServer:
             args += ["--next", self.next_url]
         if self.threads:
             args += ["--threads", str(self.threads)]
+        if self.tls is not None:
+            args += self.tls.echo_args(self.mutual)
         return args
 
     def start(self) -> LocalEchoServer:
@@ -136,9 +151,17 @@ class LocalEchoServer:
 
     def _wait_healthy(self, deadline: float) -> None:
         last_error = "no attempt"
+        context = self._client_context()
         while time.monotonic() < deadline:
             conn = http.client.HTTPConnection(self.host, self.port, timeout=1.0)
             try:
+                if context is not None:
+                    raw = socket.create_connection((self.host, self.port), timeout=1.0)
+                    try:
+                        conn.sock = context.wrap_socket(raw, server_hostname=self.host)
+                    except BaseException:
+                        raw.close()
+                        raise
                 conn.request("GET", "/healthz")
                 if conn.getresponse().status == 200:
                     return
@@ -148,6 +171,16 @@ class LocalEchoServer:
                 conn.close()
             time.sleep(0.02)
         raise DriverError(f"echo server at {self.url} not healthy within {self.start_timeout_s:g}s: {last_error}")
+
+    def _client_context(self) -> Optional[ssl.SSLContext]:
+        """The readiness probe's TLS context: trust only the test CA (its client certificate too
+        when ``mutual``); None for a cleartext server."""
+        if self.tls is None:
+            return None
+        context = ssl.create_default_context(cafile=str(self.tls.files.ca))
+        if self.mutual:
+            context.load_cert_chain(str(self.tls.files.client_cert), str(self.tls.files.client_key))
+        return context
 
     def _stderr_line(self) -> str:
         assert self.process is not None

@@ -1,9 +1,10 @@
-"""Readiness: poll an HTTP probe (or a TCP connect) of a container's bridge address until it answers."""
+"""Readiness: poll an HTTP(S) probe (or a TCP connect) of a container's bridge address until it answers."""
 
 from __future__ import annotations
 
 import http.client
 import socket
+import ssl
 import time
 from typing import Callable, Optional
 
@@ -20,7 +21,9 @@ class HttpReadiness:
     """Poll ``GET http://<address>:<port><path>`` until it answers 2xx (TCP connect when no path).
 
     Fails early when the container exits, or when ``give_up`` returns a reason (e.g. the
-    container listens on other ports only). Timeout and poll interval are explicit.
+    container listens on other ports only). Timeout and poll interval are explicit. With
+    ``tls`` (an SSL context, e.g. :func:`tls_context`) the GET goes over HTTPS, sending
+    ``server_name`` as SNI and checking the certificate against it (default: the address).
     """
 
     def __init__(
@@ -31,8 +34,11 @@ class HttpReadiness:
         timeout_s: float = 30.0,
         poll_interval_s: float = 0.05,
         give_up: Optional[Callable[[], Optional[str]]] = None,
+        tls: Optional[ssl.SSLContext] = None,
+        server_name: Optional[str] = None,
     ) -> None:
         self.address, self.port, self.path = address, port, path
+        self.tls, self.server_name = tls, server_name
         self.give_up = give_up
         self.timeout_s = float(timeout_s)
         self.poll_interval_s = float(poll_interval_s)
@@ -42,6 +48,9 @@ class HttpReadiness:
         """``http://addr:port/path`` or ``tcp://addr:port``."""
         if self.path is None:
             return f"tcp://{self.address}:{self.port}"
+        if self.tls is not None:
+            name = f" (SNI {self.server_name})" if self.server_name else ""
+            return f"https://{self.address}:{self.port}{self.path}{name}"
         return f"http://{self.address}:{self.port}{self.path}"
 
     def wait_until_ready(self, container: Container) -> None:
@@ -72,6 +81,13 @@ class HttpReadiness:
                 return True
             connection = http.client.HTTPConnection(self.address, self.port, timeout=timeout)
             try:
+                if self.tls is not None:
+                    raw = socket.create_connection((self.address, self.port), timeout=timeout)
+                    try:
+                        connection.sock = self.tls.wrap_socket(raw, server_hostname=self.server_name or self.address)
+                    except BaseException:
+                        raw.close()
+                        raise
                 connection.request("GET", self.path, headers={"Connection": "close"})
                 status = connection.getresponse().status
             finally:
@@ -81,6 +97,15 @@ class HttpReadiness:
             return False
         self.last_problem = f"HTTP {status}"
         return 200 <= status < 300
+
+
+def tls_context(ca_file: str, client: tuple[str, str] | None = None) -> ssl.SSLContext:
+    """A client context trusting only the CA bundle ``ca_file`` (a readiness probe over TLS),
+    presenting the certificate and key files ``client`` (a mutual listener)."""
+    context = ssl.create_default_context(cafile=ca_file)
+    if client is not None:
+        context.load_cert_chain(*client)
+    return context
 
 
 def _status(container: Container) -> tuple[str, int | None]:

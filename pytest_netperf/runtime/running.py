@@ -16,8 +16,9 @@ from pytest_netperf.runtime.counting_clone import NodeCounter
 from pytest_netperf.runtime.endpoints import Endpoint, TopologyGuard
 from pytest_netperf.runtime.resources import CoreSplit
 from pytest_netperf.runtime.runners import ContainerRunner
+from pytest_netperf.runtime.tls_nodes import trust_for
 from pytest_netperf.runtime.wire import WireProbe, container_pid
-from pytest_netperf.topology.model import Topology
+from pytest_netperf.topology.model import HTTP_SCHEMES, Topology
 from pytest_netperf.topology.resources import Resources
 
 __all__ = [
@@ -115,11 +116,15 @@ class RunningTopology:
         return self._containers[node]
 
     def facts(self) -> dict[str, str]:
-        """What the report prints with each row: ``images`` and (when any) ``resources``."""
+        """What the report prints with each row: ``images`` and (when any) ``resources`` and
+        ``tls`` (``gw TLS on 8443: rsa-2048, session cache off, tickets off``)."""
         facts = {"images": images_fact(self.topology, self.node_images, self.requested_images)}
         resources = resources_fact(self.topology, self.limits, self.core_split)
         if resources:
             facts["resources"] = resources
+        tls = "; ".join(f"{n.name} {n.tls.describe()}" for n in self.topology.nodes if n.tls is not None)
+        if tls:
+            facts["tls"] = tls
         return facts
 
     def attach_base(self, base: RunningTopology | None, changes: str = "", note: str = "", error: str = "") -> None:
@@ -144,13 +149,25 @@ class RunningTopology:
         guard = self.guard_for(target.node)
         facts = self.facts()
         costs = self.cost_probe()
-        wire = self.wire_probe(target.node) if target.scheme != "http" else None
-        path = target.path if target.scheme == "http" else ""
-        counter = self.counter(target.node, target.port) if target.scheme in ("http", "tcp") else None
+        http = target.scheme in HTTP_SCHEMES
+        wire = self.wire_probe(target.node) if not http else None
+        path = target.path if http else ""
+        counter = self.counter(target.node, target.port) if http or target.scheme == "tcp" else None
+        tls = trust_for(self.topology, target)  # an https target: trust the test CA that signed its certificate
         if not target.via_dns:
             url = f"{target.scheme}://{self.ip(target.node)}:{target.port}{path}"
             return Endpoint(
-                url, None, "host", target.host_header, images, guard, facts, costs=costs, wire=wire, counter=counter
+                url,
+                None,
+                "host",
+                target.host_header,
+                images,
+                guard,
+                facts,
+                costs=costs,
+                wire=wire,
+                counter=counter,
+                tls=tls,
             )
         if self._driver_image is None:
             raise TopologyStartError(

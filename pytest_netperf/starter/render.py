@@ -3,15 +3,21 @@ and the CI jobs for GitHub Actions and GitLab. Pure functions of the survey.
 
 The budgets are ones an unchanged stack keeps on a shared 2-core runner (docs/budgets.md
 has the figures): throughput within 10% of the base, P90 within 10%, and the proxy's work
-per request counted under valgrind and strace within 1% and no more system calls.
+per request counted under valgrind and strace within 1% and no more system calls. A proxy that
+listens with TLS only is loaded over HTTPS (trusting the CA found among its mounted files, or
+the one ``--tls-ca`` names) and gets a handshake-per-request test besides.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
 
 from pytest_netperf.report.markdown import COMMENT_MARKER
 from pytest_netperf.starter.routes import Route, choose_routes
@@ -20,6 +26,9 @@ from pytest_netperf.starter.survey import ServiceSurvey, StackSurvey
 #: Proxies whose cost per request (valgrind, strace) is known to be counted in full; Go and
 #: JIT servers (Traefik, Caddy, Kong's LuaJIT) run badly or not at all under valgrind.
 COUNTED_PROXIES = frozenset({"nginx", "haproxy", "envoy"})
+#: The instructions budget of the handshake-per-request test (x base): TLS makes a count move
+#: run to run (random keys and nonces); docs/budgets.md "Cost gates over TLS" has the floor.
+HANDSHAKE_INSTRUCTIONS = "1.01"
 #: The machine class the CI jobs record stored baselines under.
 GITHUB_MACHINE_CLASS = "gha-ubuntu-latest"
 GITLAB_MACHINE_CLASS = "gitlab-runner"
@@ -55,6 +64,25 @@ class StarterPlan:
     package: str = "pytest-netperf"
     #: the folders whose changes trigger the GitHub job (the stack's config folders)
     watched: Sequence[str] = field(default_factory=tuple)
+    #: the CA bundle the gates of TLS-only proxies trust (``--tls-ca``), relative to the rootdir;
+    #: None: the CA found among each proxy's mounted files
+    tls_ca: Optional[str] = None
+    #: the rootdir (None: the working directory), to name a CA relative to the Compose file's folder
+    root: Optional[Path] = None
+
+    def ca_of(self, service: ServiceSurvey) -> Optional[str]:
+        """The CA bundle ``service``'s gates trust, relative to the Compose file's folder (as
+        ``stack.endpoint(tls=...)`` resolves it, so the base revision's twin trusts the base's CA);
+        None when none is known."""
+        root = (self.root or Path.cwd()).resolve()
+        if self.tls_ca:
+            found = root / self.tls_ca
+        elif service.trust.ca is not None:
+            found = service.trust.ca
+        else:
+            return None
+        folder = (root / self.compose_path).parent
+        return Path(os.path.relpath(found.resolve(), folder)).as_posix()
 
     @property
     def test_module(self) -> str:
@@ -99,7 +127,7 @@ def test_module(plan: StarterPlan) -> str:
         *_stack_fixture_body(plan),
     ]
     for service in plan.survey.proxies:
-        lines += _service_gates(service)
+        lines += _service_gates(service, plan)
     return "\n".join(lines) + "\n"
 
 
@@ -121,12 +149,21 @@ def _stack_fixture_body(plan: StarterPlan) -> list[str]:
     ]
 
 
-def _service_gates(service: ServiceSurvey) -> list[str]:
-    name, port, ident = service.name, service.http_port, identifier(service.name)
+def _service_gates(service: ServiceSurvey, plan: StarterPlan) -> list[str]:
+    name, port, ident = service.name, service.gate_port, identifier(service.name)
+    tls = service.scheme == "https"
     gated, others = choose_routes(service.routes, port)
     first = gated[0] if gated else None
-    fixed = _endpoint_text(name, port, first.path if first else "/", first.host if first else None)
-    lines = ["", "", f"# ----- {name} ({service.image}), HTTP on port {port}"]
+    first_host = first.host if first else None
+    if tls and first_host is None and service.trust.names:
+        first_host = service.trust.names[0]  # the name its certificate carries: SNI and Host
+    trust = f"{ident.upper()}_TLS" if tls else None
+    fixed = _endpoint_text(name, port, first.path if first else "/", first_host, trust=trust)
+    if trust is not None:
+        lines = ["", "", f"# ----- {name} ({service.image}), HTTPS on port {port} (it listens with TLS only)"]
+        lines += _tls_constant(service, plan, trust, first_host)
+    else:
+        lines = ["", "", f"# ----- {name} ({service.image}), HTTP on port {port}"]
     if len(gated) > 1:
         constant = f"{ident.upper()}_ROUTES"
         sources = ", ".join(dict.fromkeys(r.source.rsplit(":", 1)[0] for r in gated))
@@ -134,10 +171,14 @@ def _service_gates(service: ServiceSurvey) -> list[str]:
         lines += [f"#:   {route.written} ({route.source})" for route in gated]
         lines += _named_routes(others)
         lines.append(f"{constant} = [")
-        lines += [f"    pytest.param({_literal(r.path)}, {_literal(r.host)}, id={_literal(_id(r))})," for r in gated]
+        named = service.trust.names[0] if tls and service.trust.names else None  # SNI: a name it carries
+        lines += [
+            f"    pytest.param({_literal(r.path)}, {_literal(r.host or named)}, id={_literal(_id(r))})," for r in gated
+        ]
         lines.append("]")
         parametrize = [f'@pytest.mark.parametrize(("path", "host"), {constant})']
-        arguments, endpoint = "netperf, stack, path, host", _endpoint_text(name, port, "path", "host", literal=False)
+        arguments = "netperf, stack, path, host"
+        endpoint = _endpoint_text(name, port, "path", "host", literal=False, trust=trust)
     else:
         if first is not None:
             lines += ["", f"#: Route gated below, from {name}'s config ({first.source}): {first.written}"]
@@ -180,16 +221,96 @@ def _service_gates(service: ServiceSurvey) -> list[str]:
             '    system calls that changed."""',
             f"    netperf.measure({fixed}, connections=8, rate=500)",
         ]
+    if trust is not None:
+        lines += _handshake_gate(service, ident, fixed, plan.ca_of(service) is None)
     return lines
 
 
-def _endpoint_text(name: str, port: int | None, path: str, host: str | None, literal: bool = True) -> str:
+def _tls_constant(service: ServiceSurvey, plan: StarterPlan, constant: str, host: str | None) -> list[str]:
+    """The ``tls=`` options of a TLS-only proxy's endpoints: trust its CA, or (none known) accept
+    its certificate unchecked, with a TODO naming the way to trust one."""
+    ca = plan.ca_of(service)
+    name = service.name
+    sent = f" SNI and Host: {host}." if host else ""
+    if ca is None:
+        text = (
+            f"How the gates speak TLS to {name}.{sent} TODO: no CA certificate was found among the files "
+            f"{name} mounts, so its certificate is accepted unchecked (the TLS work measured is the same). "
+            "To check it, name the CA that signed it: `netperf init --tls-ca path/to/ca.pem --force`, or "
+            '{"ca": "path/to/ca.pem"} here (relative to the Compose file\'s folder).'
+        )
+        value = f"{{{json.dumps('insecure')}: True}}"
+    else:
+        where = "named with --tls-ca" if plan.tls_ca else f"the CA certificate found among the files {name} mounts"
+        text = (
+            f"How the gates speak TLS to {name}: trust {ca} ({where}), relative to the Compose file's "
+            f"folder, so the base revision's stack trusts the base revision's CA.{sent}"
+        )
+        if host is None:
+            text += (
+                " TODO: no host name was found for its certificate; add host= (a name it carries) to the "
+                "endpoints below, or the certificate is checked against the container's address."
+            )
+        value = f"{{{json.dumps('ca')}: {json.dumps(ca)}}}"
+    return ["", *textwrap.wrap(text, 96, initial_indent="#: ", subsequent_indent="#: "), f"{constant} = {value}"]
+
+
+def _handshake_gate(service: ServiceSurvey, ident: str, endpoint: str, unchecked: bool) -> list[str]:
+    """A new connection and TLS handshake per request: counted for the counted proxies (resumed
+    and full handshakes), else its throughput; ``unchecked``: the endpoint accepts any certificate."""
+    name = service.name
+    options = f"{json.dumps('insecure')}: True, " if unchecked else ""
+    tls = f"tls={{{options}{json.dumps('resumption')}: resumption}}"
+    lines = ["", ""]
+    if service.proxy in COUNTED_PROXIES:
+        lines += [
+            f'@pytest.mark.netperf("instructions_per_request[{name}] <= {HANDSHAKE_INSTRUCTIONS}x base", '
+            '"errors == 0")',
+            '@pytest.mark.parametrize("resumption", [True, False], ids=["resumed", "full"])',
+            f"def test_{ident}_handshake_cost(netperf, stack, resumption):",
+            f'    """What {name} does per TLS handshake: a new connection for every request, its',
+            "    instructions counted as above. Resumed (as returning clients do): a session cache or",
+            "    session tickets turned off makes every handshake full. Full: a larger key (RSA-4096",
+            "    instead of ECDSA P-256) or a costlier key exchange shows here, with the functions that",
+            "    moved. Its system calls are not gated: how many reads find the client's next flight",
+            '    already there depends on timing (8% apart from run to run, docs/budgets.md)."""',
+            "    netperf.measure(",
+            f"        {endpoint},",
+            "        connections=8,",
+            "        rate=100,",
+            "        new_connection_per_request=True,",
+            f"        {tls},",
+            "    )",
+        ]
+    else:
+        lines += [
+            '@pytest.mark.netperf("rps >= 0.9x base", "errors == 0")',
+            '@pytest.mark.parametrize("resumption", [True, False], ids=["resumed", "full"])',
+            f"def test_{ident}_handshake_throughput(netperf, stack, resumption):",
+            f'    """Handshakes per second {name} answers over 32 connections, a new connection per request:',
+            "    resumed (a session cache or tickets turned off makes them full) and full (a larger key shows",
+            '    here). The change keeps at least 90% of the base\'s rate."""',
+            "    netperf.measure(",
+            f"        {endpoint},",
+            "        connections=32,",
+            "        new_connection_per_request=True,",
+            f"        {tls},",
+            "    )",
+        ]
+    return lines
+
+
+def _endpoint_text(
+    name: str, port: int | None, path: str, host: str | None, literal: bool = True, trust: str | None = None
+) -> str:
     """``stack.endpoint("edge", port=80, path="/api/", host="api.example.com")`` (``literal``:
-    path and host as values, else as the names of the test's arguments)."""
+    path and host as values, else as the names of the test's arguments); with ``trust`` (the
+    name of its TLS options) over HTTPS: ``scheme="https", tls=EDGE_TLS``."""
+    over_tls = f', scheme="https", tls={trust}' if trust else ""
     if not literal:
-        return f'stack.endpoint("{name}", port={port}, path={path}, host={host})'
+        return f'stack.endpoint("{name}", port={port}, path={path}, host={host}{over_tls})'
     shown_host = f", host={json.dumps(host)}" if host else ""
-    return f'stack.endpoint("{name}", port={port}, path={json.dumps(path)}{shown_host})'
+    return f'stack.endpoint("{name}", port={port}, path={json.dumps(path)}{shown_host}{over_tls})'
 
 
 def _named_routes(routes: Sequence[Route]) -> list[str]:

@@ -4,14 +4,16 @@ The file is read through Compose's own ``config`` output (variables and ``extend
 by Compose, not by us); a service under a profile that ``COMPOSE_PROFILES`` does not turn on
 is not started by Compose, so it is not gated. A service is a proxy when its image is a known
 HTTP proxy or server (nginx, HAProxy, Envoy, Kong, ...); its port is the first TCP port the
-file publishes or exposes, preferring the usual plain-HTTP ones.
+file publishes or exposes, preferring the usual plain-HTTP ones. A proxy that listens with TLS
+only (443, 8443, or the ports its nginx or HAProxy config listens on with ``ssl``) is gated over
+HTTPS on its TLS port, trusting the CA found among its mounted certificates (starter/tls.py).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -27,7 +29,8 @@ from pytest_netperf.runtime.compose.dockerfile import (
     from_lines,
 )
 from pytest_netperf.runtime.compose.profiles import active_profiles, is_active, service_profiles
-from pytest_netperf.starter.routes import Route, config_files, read_routes
+from pytest_netperf.starter.routes import Route, config_files, read_routes, read_tls_ports
+from pytest_netperf.starter.tls import TlsTrust, find_trust
 
 #: Image names (the last path part, without tag) of HTTP proxies and servers, by product.
 PROXY_IMAGES: Mapping[str, str] = {
@@ -43,7 +46,8 @@ PROXY_IMAGES: Mapping[str, str] = {
     "httpd": "httpd",
     "varnish": "varnish",
 }
-#: Ports that usually carry plain HTTP, best first; TLS ports (443, 8443) are never picked.
+#: Ports that usually carry plain HTTP, best first; TLS ports (443, 8443) are never picked as
+#: plain HTTP: a proxy with only those is gated over HTTPS.
 HTTP_PORTS: tuple[int, ...] = (80, 8080, 8000, 10000, 3000, 5000, 8081, 8888)
 TLS_PORTS = frozenset({443, 8443})
 #: Seconds ``compose config`` may take.
@@ -76,15 +80,41 @@ class ServiceSurvey:
     base_images: tuple[str, ...] = ()
     #: the routes its config files name (nginx, HAProxy, Envoy)
     routes: tuple[Route, ...] = ()
+    #: the ports its config listens on with TLS (nginx ``listen 443 ssl``, HAProxy ``bind :443 ssl``)
+    config_tls_ports: tuple[int, ...] = ()
+    #: the CA and server names of the certificates it mounts (for a TLS-only proxy)
+    trust: TlsTrust = field(default_factory=TlsTrust)
+
+    @property
+    def tls_ports(self) -> tuple[int, ...]:
+        """Its ports that speak TLS: the usual TLS ports and those its config listens on with TLS."""
+        return tuple(p for p in self.ports if p in TLS_PORTS or p in self.config_tls_ports)
 
     @property
     def http_port(self) -> Optional[int]:
         """The port to send HTTP to: a usual plain-HTTP port, else the lowest non-TLS one."""
         for port in HTTP_PORTS:
-            if port in self.ports:
+            if port in self.ports and port not in self.tls_ports:
                 return port
-        plain = [port for port in self.ports if port not in TLS_PORTS]
+        plain = [port for port in self.ports if port not in self.tls_ports]
         return plain[0] if plain else None
+
+    @property
+    def https_port(self) -> Optional[int]:
+        """For a proxy that listens with TLS only: the port to send HTTPS to (443 first); else None."""
+        if self.http_port is not None or not self.tls_ports:
+            return None
+        return 443 if 443 in self.tls_ports else self.tls_ports[0]
+
+    @property
+    def gate_port(self) -> Optional[int]:
+        """The port the gates load: plain HTTP when it has one, else its TLS port."""
+        return self.http_port if self.http_port is not None else self.https_port
+
+    @property
+    def scheme(self) -> str:
+        """``http``, or ``https`` for a proxy that listens with TLS only."""
+        return "https" if self.https_port is not None else "http"
 
 
 @dataclass(frozen=True)
@@ -100,13 +130,14 @@ class StackSurvey:
 
     @property
     def proxies(self) -> list[ServiceSurvey]:
-        """The services to gate: known proxies that Compose starts, with a port to send HTTP to."""
-        return [s for s in self.services if s.proxy and s.active and s.http_port is not None]
+        """The services to gate: known proxies that Compose starts, with a port to send HTTP (or,
+        listening with TLS only, HTTPS) to."""
+        return [s for s in self.services if s.proxy and s.active and s.gate_port is not None]
 
     @property
     def proxies_without_port(self) -> list[ServiceSurvey]:
-        """Known proxies that Compose starts and that neither publish nor expose a plain-HTTP port."""
-        return [s for s in self.services if s.proxy and s.active and s.http_port is None]
+        """Known proxies that Compose starts and that neither publish nor expose a port."""
+        return [s for s in self.services if s.proxy and s.active and s.gate_port is None]
 
     @property
     def inactive(self) -> list[ServiceSurvey]:
@@ -180,16 +211,21 @@ def built_from_images(service: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(base_images(_dockerfile_text(service), build_args(build) if isinstance(build, Mapping) else {}))
 
 
-def service_routes(product: str, service: Mapping[str, Any], folder: Path) -> list[Route]:
-    """The routes the config files of a ``product`` service name: the files it bind-mounts and
-    the ones its Dockerfile copies in (relative paths from ``folder``, the Compose file's)."""
-    if not product:
-        return []
+def service_sources(service: Mapping[str, Any], folder: Path) -> list[Path]:
+    """The host files and folders a service's config comes from: what it bind-mounts and what its
+    Dockerfile copies in (relative paths from ``folder``, the Compose file's)."""
     sources = [path if path.is_absolute() else folder / path for path in bind_sources(service)]
     dockerfile = dockerfile_of(service) if service.get("build") is not None else None
     if dockerfile is not None:
         sources += copied_sources(_dockerfile_text(service), dockerfile.parent)
-    return read_routes(product, config_files(product, sources), folder)
+    return sources
+
+
+def service_routes(product: str, service: Mapping[str, Any], folder: Path) -> list[Route]:
+    """The routes the config files of a ``product`` service name (:func:`service_sources`)."""
+    if not product:
+        return []
+    return read_routes(product, config_files(product, service_sources(service, folder)), folder)
 
 
 def classify(config: Mapping[str, Any], file: Path, active_profiles: Iterable[str] = ()) -> StackSurvey:
@@ -201,6 +237,7 @@ def classify(config: Mapping[str, Any], file: Path, active_profiles: Iterable[st
         image = str(service.get("image") or "")
         base = "" if image and service.get("build") is None else built_from(service)
         product = proxy_product(base or image)
+        sources = service_sources(service, file.parent) if product else []
         services.append(
             ServiceSurvey(
                 name=name,
@@ -213,6 +250,8 @@ def classify(config: Mapping[str, Any], file: Path, active_profiles: Iterable[st
                 base_images=built_from_images(service) if service.get("build") is not None else (),
                 routes=tuple(service_routes(product, service, file.parent)),
                 active=is_active(service, active),
+                config_tls_ports=read_tls_ports(product, config_files(product, sources)),
+                trust=find_trust(sources),
             )
         )
     return StackSurvey(file, tuple(services), active)

@@ -7,12 +7,16 @@ from typing import Any, Literal
 
 from pytest_netperf.topology.model import Node, Target, Topology
 from pytest_netperf.topology.resources import Resources
+from pytest_netperf.topology.tls import TlsTermination
 
 ECHO_PORT = 8080
 GATEWAY_PORT = 8000
 BALANCER_PORT = 8080
 ENVOY_INBOUND_PORT = 15006
 ENVOY_OUTBOUND_PORT = 15001
+#: Where a sidecar of the mTLS chain takes its peers' mutual TLS (Istio takes it on 15006 too,
+#: beside cleartext; a port of its own keeps the driver's entry cleartext and explicit).
+ENVOY_MTLS_PORT = 15443
 ECHO_SERVICE_ALIAS = "echo-svc"
 
 
@@ -38,36 +42,93 @@ def echo_topology(replicas: int = 1, delay: str | None = None) -> Topology:
     return _validated(Topology(f"echo-x{replicas}", nodes, (Target("direct", nodes[0].name, ECHO_PORT, path=path),)))
 
 
-def gateway_topology(kind: Literal["nginx", "kong"], workers: int = 1, upstream_keepalive: bool = True) -> Topology:
-    """Echo behind one API gateway node ``gw`` (nginx or Kong). Targets: ``direct``
-    (the echo server) and ``gateway``. ``upstream_keepalive=False`` is the sample
-    regression: the gateway opens a new upstream connection per request."""
-    if kind not in ("nginx", "kong"):
-        raise ValueError(f"gateway kind must be 'nginx' or 'kong', got {kind!r}")
+GATEWAY_KINDS: tuple[str, ...] = ("nginx", "kong", "haproxy", "envoy")
+#: The gateway node's name, also the name its TLS certificate carries (SNI and Host of ``gateway-tls``).
+GATEWAY_NODE = "gw"
+
+
+def gateway_topology(
+    kind: Literal["nginx", "kong", "haproxy", "envoy"],
+    workers: int = 1,
+    upstream_keepalive: bool = True,
+    tls: TlsTermination | Mapping[str, Any] | bool | None = None,
+    upstream_http2: bool = False,
+    max_concurrent_streams: int | None = None,
+) -> Topology:
+    """Echo behind one API gateway node ``gw`` (nginx, Kong, HAProxy or Envoy). Targets:
+    ``direct`` (the echo server) and ``gateway``. ``upstream_keepalive=False`` is the sample
+    regression: the gateway opens a new upstream connection per request (not Envoy, which
+    always pools).
+
+    ``tls`` (nginx, HAProxy and Envoy; True, a :class:`TlsTermination` or a dict such as
+    ``{"key_type": "rsa-2048", "session_cache": False, "session_tickets": False}``) adds a TLS
+    listener (port 8443 unless ``port`` says otherwise) with a certificate of the session's test
+    CA, and the target ``gateway-tls`` (``https://``, SNI and Host ``gw``); the upstream
+    stays cleartext. Envoy only: ``upstream_http2`` forwards over h2c (a gRPC route: the
+    driver's ``grpc=True`` reaches the echo server's gRPC method through it), and
+    ``max_concurrent_streams`` caps the streams of one client HTTP/2 connection.
+    """
+    if kind not in GATEWAY_KINDS:
+        raise ValueError(f"gateway kind must be one of {', '.join(map(repr, GATEWAY_KINDS))}, got {kind!r}")
     if workers < 1:
         raise ValueError(f"workers must be >= 1, got {workers}")
+    termination = None if tls is None or tls is False else TlsTermination.of(tls)
+    if termination is not None and kind == "kong":
+        raise ValueError("TLS termination is built for the nginx, HAProxy and Envoy gateways, not Kong")
+    if kind != "envoy" and (upstream_http2 or max_concurrent_streams is not None):
+        raise ValueError("upstream_http2 and max_concurrent_streams are built for the Envoy gateway")
+    if kind == "envoy" and not upstream_keepalive:
+        raise ValueError("the Envoy gateway always pools upstream connections (upstream_keepalive=False is not built)")
+    if max_concurrent_streams is not None and (
+        isinstance(max_concurrent_streams, bool)
+        or not isinstance(max_concurrent_streams, int)
+        or max_concurrent_streams < 1
+    ):
+        raise ValueError(f"max_concurrent_streams must be a positive integer, got {max_concurrent_streams!r}")
+    params: dict[str, Any] = {"workers": workers}
+    if kind == "envoy":
+        params["upstream_http2"] = upstream_http2
+        if max_concurrent_streams is not None:
+            params["max_concurrent_streams"] = max_concurrent_streams
+    else:
+        params["upstream_keepalive"] = upstream_keepalive
+    if kind == "haproxy":
+        params.update(mode="http", nbthread=workers)
+    if termination is not None:
+        params["tls"] = termination
     echo = Node("echo", "echo", ECHO_PORT)
-    gateway = Node(
-        "gw",
-        kind,
-        GATEWAY_PORT,
-        upstreams=("echo",),
-        params={"workers": workers, "upstream_keepalive": upstream_keepalive},
-    )
+    gateway = Node(GATEWAY_NODE, kind, GATEWAY_PORT, upstreams=("echo",), params=params)
     suffix = "" if upstream_keepalive else "-no-upstream-keepalive"
-    return _validated(
-        Topology(
-            f"gateway-{kind}-w{workers}{suffix}",
-            (echo, gateway),
-            (Target("direct", "echo", ECHO_PORT), Target("gateway", "gw", GATEWAY_PORT)),
-        )
+    suffix += "-h2-upstream" if upstream_http2 else ""
+    suffix += f"-streams{max_concurrent_streams}" if max_concurrent_streams is not None else ""
+    targets = [Target("direct", "echo", ECHO_PORT), Target("gateway", GATEWAY_NODE, GATEWAY_PORT)]
+    if termination is not None:
+        suffix += _tls_suffix(termination)
+        targets.append(Target("gateway-tls", GATEWAY_NODE, termination.port, scheme="https", host_header=GATEWAY_NODE))
+    return _validated(Topology(f"gateway-{kind}-w{workers}{suffix}", (echo, gateway), tuple(targets)))
+
+
+def _tls_suffix(tls: TlsTermination) -> str:
+    """``-tls-rsa-2048-nocache-notickets``: the topology name tells the TLS variants apart."""
+    return (
+        f"-tls-{tls.key_type}"
+        + ("" if tls.session_cache else "-nocache")
+        + ("" if tls.session_tickets else "-notickets")
     )
 
 
-def sidecar_chain_topology(sidecars: bool) -> Topology:
+def sidecar_chain_topology(sidecars: bool, mtls: bool = False) -> Topology:
     """Services ``svc-a`` and ``svc-b`` calling each other, optionally each with an
     Envoy sidecar in its pod. Target: ``entry``; the call depth is chosen per request
-    with the echo server's ``?depth=N`` query parameter."""
+    with the echo server's ``?depth=N`` query parameter.
+
+    ``mtls`` (with sidecars): the sidecars reach each other over mutual TLS and HTTP/2, each
+    with a certificate of the session's test CA, as Istio's do; the driver still enters the
+    first sidecar in cleartext (``entry``), so every hop between services is what the mesh
+    adds; ``entry-mtls`` enters it as a mesh peer would, over mutual TLS (h2 by ALPN) with a
+    client certificate of the test CA."""
+    if mtls and not sidecars:
+        raise ValueError("mtls is between sidecars: it needs sidecars=True")
     peers = {"svc-a": "svc-b", "svc-b": "svc-a"}
     nodes: list[Node] = []
     for app, peer in peers.items():
@@ -94,12 +155,16 @@ def sidecar_chain_topology(sidecars: bool) -> Topology:
                 upstreams=(app, f"{peer}-proxy"),
                 pod_of=app,
                 extra_ports=(ENVOY_OUTBOUND_PORT,),
+                params={"tls": TlsTermination(port=ENVOY_MTLS_PORT, mutual=True)} if mtls else {},
             )
             for app, peer in peers.items()
         ]
     entry_port = ENVOY_INBOUND_PORT if sidecars else ECHO_PORT
-    name = "sidecar-chain" if sidecars else "plain-chain"
-    return _validated(Topology(name, tuple(nodes), (Target("entry", "svc-a", entry_port),)))
+    name = ("sidecar-chain-mtls" if mtls else "sidecar-chain") if sidecars else "plain-chain"
+    targets = [Target("entry", "svc-a", entry_port)]
+    if mtls:  # the driver as a mesh peer: mutual TLS into svc-a's sidecar, SNI and Host svc-a
+        targets.append(Target("entry-mtls", "svc-a-proxy", ENVOY_MTLS_PORT, scheme="https", host_header="svc-a"))
+    return _validated(Topology(name, tuple(nodes), tuple(targets)))
 
 
 def access_modes_topology(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_netperf.topology.resources import Resources
+from pytest_netperf.topology.tls import TLS_KINDS, TlsTermination, tls_of
 
 NodeKind = Literal["echo", "nginx", "kong", "envoy", "haproxy", "iperf3", "container"]
 NODE_KINDS: tuple[str, ...] = ("echo", "nginx", "kong", "envoy", "haproxy", "iperf3", "container")
@@ -91,9 +92,26 @@ class Node:
     @property
     def ports(self) -> tuple[int, ...]:
         """Every port this node listens on, the main one first (an echo node's raw TCP echo
-        port, ``params["tcp_echo_port"]``, too)."""
+        port, ``params["tcp_echo_port"]``, and a proxy's TLS port, ``params["tls"]``, too)."""
         tcp_echo = self.params.get("tcp_echo_port") if self.kind == "echo" else None
-        return (self.port, *self.extra_ports, *((int(tcp_echo),) if tcp_echo else ()))
+        tls = self.tls
+        return (
+            self.port,
+            *self.extra_ports,
+            *((int(tcp_echo),) if tcp_echo else ()),
+            *((tls.port,) if tls is not None else ()),
+        )
+
+    @property
+    def tls(self) -> TlsTermination | None:
+        """The TLS termination of a proxy node (``params["tls"]``); None when it has none or
+        the value is invalid (:meth:`Topology.validate` names the problem)."""
+        if self.kind not in TLS_KINDS or self.file_backed:
+            return None
+        try:
+            return tls_of(self.params)
+        except (TypeError, ValueError):
+            return None
 
     @property
     def file_backed(self) -> bool:
@@ -101,18 +119,23 @@ class Node:
         return self.config is not None or self.kind == "container"
 
 
-#: Target URL schemes: HTTP, raw TCP request/response (the echo server's --tcp-echo) and iperf3.
-TARGET_SCHEMES: tuple[str, ...] = ("http", "tcp", "iperf3")
+#: Target URL schemes: HTTP, HTTPS (a proxy's TLS port), raw TCP request/response (the echo
+#: server's --tcp-echo) and iperf3.
+TARGET_SCHEMES: tuple[str, ...] = ("http", "https", "tcp", "iperf3")
+#: The schemes of HTTP targets (with a path and a Host header).
+HTTP_SCHEMES: tuple[str, ...] = ("http", "https")
 
 
 @dataclass(frozen=True)
 class Target:
     """Something the load driver measures: a node, a port and a path.
 
-    ``scheme`` is ``http`` (the default), ``tcp`` (request/response over raw TCP against an
-    echo server's ``--tcp-echo`` port) or ``iperf3`` (an ``iperf3 -s`` server); the last two
-    have no path. ``via_dns``: the driver runs in a container on the topology's network and
-    uses the node's name (else it runs on the host and uses the node's address).
+    ``scheme`` is ``http`` (the default), ``https`` (a proxy node's TLS port, ``params["tls"]``;
+    ``host_header`` is then also the name the driver sends as SNI and checks the certificate
+    against), ``tcp`` (request/response over raw TCP against an echo server's ``--tcp-echo``
+    port) or ``iperf3`` (an ``iperf3 -s`` server); the last two have no path. ``via_dns``: the
+    driver runs in a container on the topology's network and uses the node's name (else it runs
+    on the host and uses the node's address).
     """
 
     name: str
@@ -230,6 +253,7 @@ def _problems(topology: Topology) -> list[str]:
     for root in {topology.pod_root(n.name).name for n in topology.nodes}:
         ports = [p for member in topology.pod_members(root) for p in member.ports]
         problems += [f"port {p} used twice in pod {root!r}" for p in sorted(set(ports)) if ports.count(p) > 1]
+    problems += _mesh_peer_problems(topology)
     for target in topology.targets:
         if target.node not in known:
             problems.append(f"target {target.name!r} points at unknown node {target.node!r}")
@@ -243,13 +267,60 @@ def _problems(topology: Topology) -> list[str]:
             problems.append(
                 f"target {target.name!r}: scheme {target.scheme!r} is not one of {', '.join(TARGET_SCHEMES)}"
             )
-        elif target.scheme != "http" and target.path != "/":
+        elif target.scheme not in HTTP_SCHEMES and target.path != "/":
             problems.append(f"target {target.name!r}: a {target.scheme} target has no path")
+        if target.scheme == "https":
+            problems += _https_target_problems(topology, target)
         if target.via_dns and topology.pod_root(target.node).host_network:
             problems.append(
                 f"target {target.name!r}: node {target.node!r} is on the host network, not reachable by name"
             )
     return problems
+
+
+def _mesh_peer_problems(topology: Topology) -> list[str]:
+    """An Envoy sidecar whose peer sidecar serves TLS presents its own certificate to it, so it
+    needs ``params["tls"]`` too."""
+    problems = []
+    for node in topology.nodes:
+        if node.kind != "envoy" or node.pod_of is None or node.tls is not None:
+            continue
+        for name in node.upstreams:
+            peer = topology.node(name)
+            if name != node.pod_of and peer.tls is not None:
+                problems.append(
+                    f"node {node.name!r}: its peer {name!r} serves TLS on {peer.tls.port}, so it needs "
+                    "params['tls'] too (its certificate is what it presents)"
+                )
+    return problems
+
+
+def _https_target_problems(topology: Topology, target: Target) -> list[str]:
+    """An https target enters a TLS port of its node, from the host (where the CA file is)."""
+    tls = topology.node(target.node).tls
+    if tls is None or tls.port != target.port:
+        serving = f" (it serves TLS on {tls.port})" if tls is not None else " (it has no params['tls'])"
+        return [f"target {target.name!r}: node {target.node!r} serves no TLS on port {target.port}{serving}"]
+    if target.via_dns:
+        return [f"target {target.name!r}: an https target is measured from the host, not with via_dns"]
+    return []
+
+
+def _tls_problems(node: Node) -> list[str]:
+    """A ``params["tls"]`` the node's kind and source can serve, with valid settings."""
+    value = node.params.get("tls")
+    if value is None or value is False:
+        return []
+    who = f"node {node.name!r}"
+    if node.file_backed:
+        return [f"{who}: params['tls'] is for rendered nodes; the team's own config (config=) sets up its TLS itself"]
+    if node.kind not in TLS_KINDS:
+        return [f"{who}: a {node.kind} node cannot terminate TLS (params['tls'] is for {', '.join(TLS_KINDS)})"]
+    try:
+        tls_of(node.params)
+    except (TypeError, ValueError) as exc:
+        return [f"{who}: {exc}"]
+    return []
 
 
 def _node_problems(node: Node, known: set[str]) -> list[str]:
@@ -272,7 +343,7 @@ def _node_problems(node: Node, known: set[str]) -> list[str]:
         problems.append(f"node {node.name!r}: a sidecar shares its pod's network; set host_network on {node.pod_of!r}")
     if node.host_network and node.aliases:
         problems.append(f"node {node.name!r} is on the host network and cannot have aliases")
-    return problems + _file_problems(node)
+    return problems + _file_problems(node) + _tls_problems(node)
 
 
 def _file_problems(node: Node) -> list[str]:

@@ -118,8 +118,21 @@ def main_argv(
     return argv
 
 
+def tls_settings(shape: LoadShape) -> str:
+    """The default user's ``--netperf-tls`` value: a JSON object of the round's TLS options
+    (``ca``, ``insecure``, ``cert``, ``key``, ``version``; paths made absolute), ``{}`` for none."""
+    tls = shape.tls
+    if tls is None:
+        return "{}"
+    paths = {name: str(Path(value).resolve()) for name in ("ca", "cert", "key") if (value := getattr(tls, name))}
+    settings: dict[str, object] = {**paths, "insecure": tls.insecure}
+    if tls.version:
+        settings["version"] = tls.version
+    return json.dumps(settings, sort_keys=True)
+
+
 def default_user_options(url: str, shape: LoadShape) -> list[str]:
-    """Options of the default user file (its request: path, method, headers, body, timeout)."""
+    """Options of the default user file (its request: path, method, headers, body, timeout, TLS)."""
     return flags(
         {
             "--netperf-path": split_url(url)[1],
@@ -127,6 +140,7 @@ def default_user_options(url: str, shape: LoadShape) -> list[str]:
             "--netperf-headers": json.dumps(dict(shape.headers)),
             "--netperf-body-size": shape.body_size,
             "--netperf-timeout": shape.timeout_s,
+            "--netperf-tls": tls_settings(shape),
         }
     )
 
@@ -192,6 +206,7 @@ def round_options(shape: LoadShape, url: str, default_user: bool) -> dict[str, o
                 "netperf_headers": json.dumps(dict(shape.headers)),
                 "netperf_body_size": shape.body_size,
                 "netperf_timeout": shape.timeout_s,
+                "netperf_tls": tls_settings(shape),
             }
         )
     return options

@@ -277,6 +277,15 @@ class LocustDriver:
 def _check_shape(shape: LoadShape) -> None:
     if shape.new_connection_per_request:
         raise DriverError("the locust driver cannot open a new connection per request; use the rust driver")
+    if shape.tls is not None and shape.tls.resumption:
+        raise DriverError(
+            "the locust driver cannot resume TLS sessions (Python's ssl module starts every "
+            "connection with a full handshake); use the rust driver or leave resumption unset"
+        )
+    if shape.http2:
+        raise DriverError(
+            "the locust driver speaks HTTP/1.1 only; HTTP/2 (http='2') and gRPC (grpc=) need the rust driver"
+        )
     if shape.arrival not in defaults.ARRIVALS:
         raise DriverError(f"arrival {shape.arrival!r} is not supported (choose from {', '.join(defaults.ARRIVALS)})")
     if shape.connections < 1:
@@ -296,7 +305,7 @@ def _notes(shape: LoadShape, has_locustfile: bool) -> tuple[str, ...]:
     if shape.threads:
         notes.append("shape.threads ignored: each locust process is single-threaded; use workers")
     if has_locustfile:
-        notes.append("method, headers and body_size apply to the default user only")
+        notes.append("method, headers, body_size and tls apply to the default user only")
     notes.append(
         "sockets and bytes_sent counted on every gevent TCP socket of the users (any client type); "
         "bytes_received = response bodies"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import shutil
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ from pytest_netperf.runtime.listening import ListenWatch, listening_ports
 from pytest_netperf.runtime.readiness import HttpReadiness, NodeNotReady
 from pytest_netperf.runtime.resources import CoreSplit
 from pytest_netperf.runtime.runners import ContainerRunner
+from pytest_netperf.tls_options import TlsOptions
+from pytest_netperf.topology.model import HTTP_SCHEMES
 from pytest_netperf.topology.resources import Resources
 
 __all__ = ["ComposeStack"]
@@ -123,12 +126,28 @@ class ComposeStack:
         return "".join(c.logs().decode(errors="replace") for c in self.containers(name))
 
     def endpoint(
-        self, service: str, port: int = 80, path: str = "/", host: str | None = None, via_dns: bool = False
+        self,
+        service: str,
+        port: int = 80,
+        path: str = "/",
+        host: str | None = None,
+        via_dns: bool = False,
+        scheme: str = "http",
+        tls: TlsOptions | Mapping[str, Any] | None = None,
     ) -> Endpoint:
         """A target for ``netperf.measure``/``compare``: ``http://<address>:<port><path>`` from the host,
         or ``http://<service>:<port><path>`` from a driver container on the project's network
         (``via_dns=True``). ``host`` becomes the Host header. The port must be one the service
-        is known to listen on or answer a probe; otherwise the error lists the known ports."""
+        is known to listen on or answer a probe; otherwise the error lists the known ports.
+
+        ``scheme="https"`` measures a port that terminates TLS with the team's own certificate:
+        ``host`` is then also the name the driver sends as SNI and checks the certificate
+        against, and ``tls`` (e.g. ``{"ca": "certs/ca.pem"}``, the CA that signed it; see
+        :class:`~pytest_netperf.tls_options.TlsOptions`) says whom to trust; relative
+        paths resolve against the Compose project's directory (the Compose file's folder unless
+        ``project_dir=``), as the file's own ``volumes:`` do, so the base revision's twin uses the
+        base revision's CA. Without ``tls`` the driver trusts the system's CAs.
+        """
         if not self._is_up:
             raise ComposeUsageError(f"stack {self.project} ({self.file}) is down")
         self._check_known(service, "endpoint()")
@@ -136,6 +155,7 @@ class ComposeStack:
             raise ComposeUsageError(f"endpoint({service!r}): port must be an integer in 1..65535, got {port!r}")
         if not path.startswith("/"):
             raise ComposeUsageError(f"endpoint({service!r}): path must start with '/', got {path!r}")
+        trust = self._trust(service, scheme, tls, via_dns)
         containers = self.service(service)
         if not containers:
             raise ComposeStartError(f"service {service!r} of {self.file} is not running\n{self.diagnosis()}")
@@ -156,21 +176,58 @@ class ComposeStack:
             root_container_id=str(root.id),
             names=tuple(dict.fromkeys((service, *aliases))),
         )
+        own = replace(self._endpoint(service, port, path, host, via_dns, guard, address, network, scheme), tls=trust)
         if self.base is not None and service not in self.base.services:
-            endpoint = self._endpoint(service, port, path, host, via_dns, guard, address, network)
             note = twin.missing_note(
                 service, P.services_of(self.config), P.services_of(self.base.config), self.base_revision, self.file.name
             )
-            return replace(endpoint, base_note=note, facts={**endpoint.facts, CHANGES_FACT: self.base_changes})
+            return replace(own, base_note=note, facts={**own.facts, CHANGES_FACT: self.base_changes})
         if self.base is not None:
-            twin_endpoint = self.base.endpoint(service, port, path, host, via_dns)
-            return replace(
-                self._endpoint(service, port, path, host, via_dns, guard, address, network),
-                base=twin_endpoint,
-                facts={**self.facts(), CHANGES_FACT: self.base_changes},
+            twin_endpoint = self.base.endpoint(service, port, path, host, via_dns, scheme, tls)
+            return replace(own, base=twin_endpoint, facts={**self.facts(), CHANGES_FACT: self.base_changes})
+        return replace(own, base_note=self.base_note, base_error=self.base_error)
+
+    def _trust(
+        self, service: str, scheme: str, tls: TlsOptions | Mapping[str, Any] | None, via_dns: bool
+    ) -> TlsOptions | None:
+        """``tls`` checked for ``scheme``, its relative paths resolved against the project's
+        directory; ComposeUsageError naming the option or the missing file."""
+        who = f"endpoint({service!r})"
+        if scheme not in HTTP_SCHEMES:
+            raise ComposeUsageError(f"{who}: scheme must be 'http' or 'https', got {scheme!r}")
+        if scheme == "http":
+            if tls is not None:
+                raise ComposeUsageError(f"{who}: tls= is for scheme='https' (the port speaks TLS)")
+            return None
+        if via_dns:
+            raise ComposeUsageError(
+                f"{who}: an https endpoint is measured from the host (where its CA file is), not with via_dns=True"
             )
-        endpoint = self._endpoint(service, port, path, host, via_dns, guard, address, network)
-        return replace(endpoint, base_note=self.base_note, base_error=self.base_error)
+        if tls is None:
+            return None
+        try:
+            options = TlsOptions.of(tls)
+        except ValueError as exc:
+            raise ComposeUsageError(f"{who}: tls={tls!r}: {exc}") from exc
+        folder = self._project.project_dir or self.file.parent
+
+        def resolved(name: str, given: str | None) -> str | None:
+            if given is None:
+                return None
+            path = Path(given).expanduser()
+            path = path if path.is_absolute() else folder / path
+            if not path.is_file():
+                raise ComposeUsageError(
+                    f"{who}: tls {name} {given!r} is not a file: {path} (relative paths resolve against {folder})"
+                )
+            return str(path)
+
+        return replace(
+            options,
+            ca=resolved("ca", options.ca),
+            cert=resolved("cert", options.cert),
+            key=resolved("key", options.key),
+        )
 
     def counter(self, service: str, port: int) -> NodeCounter:
         """Counted clones of ``service``'s first container serving on ``port`` (the counting pass). A
@@ -192,6 +249,7 @@ class ComposeStack:
         guard: TopologyGuard,
         address: str,
         network: str,
+        scheme: str = "http",
     ) -> Endpoint:
         images, facts, costs = self._image_ids(), self.facts(), self.cost_probe()
         counter = self.counter(service, port)
@@ -202,10 +260,10 @@ class ComposeStack:
                     "(driver) image is known; build it with `netperf images build`"
                 )
             runner = ContainerRunner(self._client, self._driver_image, network, self._labels)
-            url = f"http://{service}:{port}{path}"
+            url = f"{scheme}://{service}:{port}{path}"
             return Endpoint(url, runner, runner.where, host, images, guard, facts, costs=costs, counter=counter)
         return Endpoint(
-            f"http://{address}:{port}{path}", None, "host", host, images, guard, facts, costs=costs, counter=counter
+            f"{scheme}://{address}:{port}{path}", None, "host", host, images, guard, facts, costs=costs, counter=counter
         )
 
     def cost_probe(self) -> SystemProbe:

@@ -11,13 +11,18 @@ from pathlib import Path
 from pytest_netperf.starter.routes import envoy, haproxy, nginx
 from pytest_netperf.starter.routes.model import Route, choose_routes
 
-__all__ = ["Route", "choose_routes", "config_files", "envoy", "haproxy", "nginx", "read_routes"]
+__all__ = ["Route", "choose_routes", "config_files", "envoy", "haproxy", "nginx", "read_routes", "read_tls_ports"]
 
 #: Product -> the parser of its config files.
 PARSERS: dict[str, Callable[[str, str], list[Route]]] = {
     "nginx": nginx.routes,
     "haproxy": haproxy.routes,
     "envoy": envoy.routes,
+}
+#: Product -> the reader of the ports its config files listen on with TLS.
+TLS_PORT_READERS: dict[str, Callable[[str, str], tuple[int, ...]]] = {
+    "nginx": nginx.tls_ports,
+    "haproxy": haproxy.tls_ports,
 }
 #: Product -> the endings of its config files.
 SUFFIXES: dict[str, tuple[str, ...]] = {
@@ -60,3 +65,18 @@ def read_routes(product: str, files: Iterable[Path], root: Path | None = None) -
         shown = path.relative_to(root).as_posix() if root is not None and path.is_relative_to(root) else str(path)
         out.extend(parser(text, shown))
     return out
+
+
+def read_tls_ports(product: str, files: Iterable[Path]) -> tuple[int, ...]:
+    """The ports ``product``'s config ``files`` listen on with TLS (nginx ``listen 443 ssl``,
+    HAProxy ``bind :443 ssl``), sorted; none for a product whose config is not read for them."""
+    reader = TLS_PORT_READERS.get(product)
+    if reader is None:
+        return ()
+    ports: set[int] = set()
+    for path in files:
+        try:
+            ports.update(reader(path.read_text(encoding="utf-8", errors="replace"), str(path)))
+        except OSError:
+            continue
+    return tuple(sorted(ports))

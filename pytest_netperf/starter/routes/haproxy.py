@@ -12,7 +12,7 @@ import re
 
 from pytest_netperf.starter.routes.model import Route, route_traits_of_path
 
-__all__ = ["routes"]
+__all__ = ["routes", "tls_ports"]
 
 _SECTIONS = frozenset(
     {"global", "defaults", "frontend", "listen", "backend", "userlist", "peers", "resolvers", "cache"}
@@ -75,6 +75,22 @@ def _ports(binds: list[list[str]]) -> tuple[int, ...]:
             if low.isdigit():
                 ports.append(int(low))
     return tuple(ports)
+
+
+def tls_ports(text: str, source: str = "") -> tuple[int, ...]:
+    """The ports the HTTP frontends of ``text`` bind with TLS (``bind :443 ssl crt ...``), sorted."""
+    del source  # the same signature as :func:`routes`
+    ports: set[int] = set()
+    section = ""
+    for line in text.splitlines():
+        words = _words(line)
+        if not words:
+            continue
+        if words[0] in _SECTIONS:
+            section = words[0]
+        elif section in ("frontend", "listen") and words[0] == "bind" and "ssl" in words[2:]:
+            ports.update(_ports([[words[1]]]))
+    return tuple(sorted(ports))
 
 
 def routes(text: str, source: str) -> list[Route]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from pytest_netperf.starter.routes.model import Route, route_traits_of_path
 
-__all__ = ["Directive", "parse", "routes"]
+__all__ = ["Directive", "parse", "routes", "tls_ports"]
 
 _TOKEN = re.compile(r"""\#[^\n]*|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*'|[{};]|[^\s{};"'#]+""")
 _CACHES = ("proxy_cache", "fastcgi_cache", "uwsgi_cache", "scgi_cache", "memcached_pass", "srcache_fetch")
@@ -95,6 +95,27 @@ def _ports(server: Directive) -> tuple[int, ...]:
                 ports.append(int(text))
     has_listen = any(d.name == "listen" for d in server.children or [])
     return tuple(ports) if (ports or has_listen) else (DEFAULT_PORT,)
+
+
+def _listen_port(address: str) -> int | None:
+    """The port of a ``listen`` address (``443``, ``[::]:443``, ``10.0.0.1:8443``), None for a socket."""
+    if address.startswith("unix:"):
+        return None
+    text = address.rsplit("]:", 1)[-1].rsplit(":", 1)[-1] if ":" in address else address
+    return int(text) if text.isdigit() else None
+
+
+def tls_ports(text: str, source: str = "") -> tuple[int, ...]:
+    """The ports the HTTP servers of ``text`` listen on with TLS (``listen 443 ssl``), sorted."""
+    del source  # the same signature as :func:`routes`
+    ports = set()
+    for server in _servers(parse(text)):
+        for directive in server.children or []:
+            if directive.name == "listen" and directive.args and "ssl" in directive.args[1:]:
+                port = _listen_port(directive.args[0])
+                if port is not None:
+                    ports.add(port)
+    return tuple(sorted(ports))
 
 
 def _server_name(server: Directive) -> str | None:

@@ -21,6 +21,7 @@ from pytest_netperf.topology.render.kong import CONFIG_PATH as KONG_CONFIG
 from pytest_netperf.topology.render.kong import kong_command, kong_environment, render_kong
 from pytest_netperf.topology.render.nginx import CONFIG_PATH as NGINX_CONFIG
 from pytest_netperf.topology.render.nginx import nginx_command, render_nginx
+from pytest_netperf.topology.tls import TlsTermination
 
 HEALTH_PATH = "/healthz"
 
@@ -57,6 +58,9 @@ class ContainerSpec:
     mounts: tuple[Mount, ...] = ()
     #: further ports that must accept a TCP connection before the node counts as ready
     tcp_ports: tuple[int, ...] = ()
+    #: the node's TLS listener (its certificate among ``files``): ready once an HTTPS GET of
+    #: ``health_path`` on its port, trusting the certificate's CA, answers 2xx
+    tls: TlsTermination | None = None
 
 
 def echo_command(node: Node) -> list[str]:
@@ -100,6 +104,8 @@ def container_spec(topology: Topology, node: Node, base_dir: str | os.PathLike[s
     if node.kind in _RENDERERS:
         path, render = _RENDERERS[node.kind]
         files[path] = render(topology, node)
+    if node.tls is not None:
+        files.update(node.tls.files())  # the certificate the runtime minted for this node
     commands = {
         "echo": lambda: echo_command(node),
         "iperf3": lambda: iperf3_command(node),
@@ -120,6 +126,7 @@ def container_spec(topology: Topology, node: Node, base_dir: str | os.PathLike[s
         port=node.port,
         image=node.image,
         tcp_ports=(int(tcp_echo),) if tcp_echo else (),
+        tls=node.tls,
     )
 
 

@@ -1,9 +1,10 @@
 """HAProxy config for a balancer node (params: mode "http"|"tcp", discover <alias>,
-nbthread, maxconn, balance, server_maxconn, queue_timeout)."""
+nbthread, maxconn, balance, server_maxconn, queue_timeout, upstream_keepalive, tls)."""
 
 from __future__ import annotations
 
 from pytest_netperf.topology.model import Node, Topology
+from pytest_netperf.topology.tls import BUNDLE_PATH, CA_PATH, TlsTermination
 
 CONFIG_PATH = "/netperf/haproxy.cfg"
 DOCKER_DNS = "127.0.0.11:53"
@@ -26,8 +27,10 @@ def render_haproxy(topology: Topology, node: Node) -> str:
     maxconn = int(params.get("maxconn", 20000))
     discover = params.get("discover")
     global_maxconn = int(params["maxconn"]) if "maxconn" in params else None
+    if node.tls is not None and mode != "http":
+        raise ValueError(f"haproxy node {node.name!r}: TLS termination needs mode 'http'")
     sections = [
-        _global(topology, node, global_maxconn, int(params.get("nbthread", 1))),
+        _global(topology, node, global_maxconn, int(params.get("nbthread", 1)), node.tls),
         _defaults(maxconn, params.get("queue_timeout")),
     ]
     if discover:
@@ -37,15 +40,19 @@ def render_haproxy(topology: Topology, node: Node) -> str:
     return "\n".join(sections)
 
 
-def _global(topology: Topology, node: Node, maxconn: int | None, nbthread: int) -> str:
+def _global(
+    topology: Topology, node: Node, maxconn: int | None, nbthread: int, tls: TlsTermination | None = None
+) -> str:
     # Without an explicit maxconn HAProxy sizes it from the open-files limit it gets;
     # a fixed 20000 needs ~40k descriptors and fails where Docker grants fewer.
     limit = f"\n    maxconn {maxconn}" if maxconn is not None else ""
+    # The session cache is global in HAProxy: size 0 switches it off (tickets: on the bind line).
+    cache = "" if tls is None or tls.session_cache else "\n    tune.ssl.cachesize 0"
     return f"""\
 # Rendered by pytest-netperf for node {node.name} (topology {topology.name}).
 global{limit}
     nbthread {nbthread}
-    log stderr format raw local0 warning
+    log stderr format raw local0 warning{cache}
 """
 
 
@@ -81,6 +88,14 @@ resolvers docker
 
 def _frontend(node: Node, mode: str) -> str:
     lines = [f"frontend fe_{node.name}", f"    mode {mode}", f"    bind :{node.port}"]
+    tls = node.tls
+    if tls is not None:
+        tickets = "" if tls.session_tickets else " no-tls-tickets"
+        tickets += f" verify required ca-file {CA_PATH}" if tls.mutual else ""
+        lines += [
+            f"    # {tls.describe()}",
+            f"    bind :{tls.port} ssl crt {BUNDLE_PATH} alpn http/1.1 ssl-min-ver TLSv1.2{tickets}",
+        ]
     if mode == "http":
         lines += ["    option http-keep-alive", f"    http-response add-header x-netperf-via {node.name}"]
     lines.append("    default_backend be_upstreams")
@@ -90,7 +105,9 @@ def _frontend(node: Node, mode: str) -> str:
 def _backend(topology: Topology, node: Node, mode: str, balance: str, discover: str | None) -> str:
     lines = ["backend be_upstreams", f"    mode {mode}", f"    balance {balance}"]
     if mode == "http":
-        lines.append("    option http-keep-alive")
+        # upstream_keepalive=False: a new server connection per request (the sample regression)
+        keepalive = node.params.get("upstream_keepalive", True)
+        lines.append("    option http-keep-alive" if keepalive else "    option http-server-close")
     # Health goes through the same path the load takes: the backends' own /healthz.
     lines += [
         "    option httpchk",

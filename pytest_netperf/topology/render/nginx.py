@@ -1,9 +1,10 @@
 """nginx reverse-proxy config for a gateway node (params: workers, upstream_keepalive,
-keepalive_connections, worker_connections)."""
+keepalive_connections, worker_connections, tls)."""
 
 from __future__ import annotations
 
 from pytest_netperf.topology.model import Node, Topology
+from pytest_netperf.topology.tls import CA_PATH, CERT_PATH, KEY_PATH, TlsTermination
 
 CONFIG_PATH = "/netperf/nginx.conf"
 TEMP_PREFIX = "/tmp/nginx-"
@@ -62,7 +63,7 @@ http {{
 
     server {{
         listen {node.port} backlog=4096;
-
+{_tls_lines(node.tls)}
         location / {{
             proxy_pass http://backend;
             proxy_http_version 1.1;
@@ -76,3 +77,24 @@ http {{
     }}
 }}
 """
+
+
+def _tls_lines(tls: TlsTermination | None) -> str:
+    """The TLS listener of the server block (empty without ``params["tls"]``): the certificate
+    of the session's test CA, TLS 1.2 and 1.3, session cache and tickets as asked, and client
+    certificates of that CA required when it is mutual."""
+    if tls is None:
+        return ""
+    cache = "shared:netperf_tls:10m" if tls.session_cache else "off"
+    tickets = "on" if tls.session_tickets else "off"
+    mutual = f"        ssl_client_certificate {CA_PATH};\n        ssl_verify_client on;\n" if tls.mutual else ""
+    return f"""\
+        # {tls.describe()}
+        listen {tls.port} ssl backlog=4096;
+        ssl_certificate {CERT_PATH};
+        ssl_certificate_key {KEY_PATH};
+        ssl_protocols TLSv1.2 TLSv1.3;
+        ssl_session_cache {cache};
+        ssl_session_timeout 10m;
+        ssl_session_tickets {tickets};
+{mutual}"""

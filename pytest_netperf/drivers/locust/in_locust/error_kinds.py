@@ -30,6 +30,11 @@ _READ_ERROR_NAMES = {
     "BadStatusLine",
     "ContentDecodingError",
 }
+#: TLS failures, named as the rust driver names them: the certificate rejected, a handshake
+#: that failed, and an ``https://`` request answered in cleartext.
+_CERTIFICATE_NAMES = {"SSLCertVerificationError", "CertificateError"}
+_TLS_NAMES = {"SSLError", "SSLZeroReturnError", "SSLEOFError"}
+_NOT_TLS_REASONS = ("WRONG_VERSION_NUMBER", "HTTP_REQUEST", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG")
 _ERRNO_KINDS = {
     errno.ECONNREFUSED: "connect_refused",
     errno.ECONNRESET: "reset",
@@ -56,6 +61,11 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 
 def _kind_of(exc: BaseException, names: set[str]) -> Optional[str]:
+    if names & _CERTIFICATE_NAMES:
+        return "tls_certificate"
+    if names & _TLS_NAMES:
+        text = f"{getattr(exc, 'reason', '')} {exc}".upper()
+        return "not_tls" if any(reason in text for reason in _NOT_TLS_REASONS) else "tls_handshake"
     if names & _CONNECT_TIMEOUT_NAMES:
         return "connect_timeout"
     if names & _REFUSED_NAMES:
@@ -74,7 +84,8 @@ def _kind_of(exc: BaseException, names: set[str]) -> Optional[str]:
 
 def classify_exception(exc: BaseException) -> str:
     """Return one of ``connect_refused``, ``connect_timeout``, ``timeout``, ``reset``,
-    ``read_error`` or ``other`` for a transport-level request failure.
+    ``read_error``, ``tls_certificate``, ``tls_handshake``, ``not_tls`` or ``other`` for a
+    transport-level request failure.
 
     Exact class names along the chain decide first (urllib3's NewConnectionError
     subclasses ConnectTimeoutError even when the cause is a refusal); base-class names
