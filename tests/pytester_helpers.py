@@ -40,5 +40,5 @@ def caught(result: pytest.RunResult, row: dict) -> bool:
     if row["verdict"] == "FAIL":
         assert result.ret == 1, result.stdout.str()[-3000:]
         return True
-    assert too_busy(row), row
+    assert too_busy(row), f"{row}\n{result.stdout.str()[-3000:]}"
     return False

@@ -72,6 +72,20 @@ def leftovers(client: DockerClient, label: str) -> list[str]:
     return names
 
 
+def assert_no_leftovers(temp: Path, *topologies: str) -> None:
+    """No container or network of ``topologies``, and no test CA folder in ``temp`` (the run's
+    TMPDIR), remain after a run."""
+    from pytest_netperf.engine.client import docker_client
+
+    client = docker_client()
+    try:
+        remaining = [name for topology in topologies for name in leftovers(client, f"{L.TOPOLOGY}={topology}")]
+    finally:
+        client.close()
+    assert remaining == []
+    assert list(temp.glob("netperf-test-ca-*")) == [], "the test CA's files were left behind"
+
+
 def session_leftovers(client: DockerClient, session_id: str) -> list[str]:
     """Leftovers of one session."""
     return leftovers(client, f"{L.SESSION}={session_id}")

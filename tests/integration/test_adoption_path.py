@@ -8,9 +8,9 @@ as Actions would (``$GITHUB_ENV`` carried between steps, ``GITHUB_BASE_REF=main`
 request that changes nothing (green) and on one that drops nginx's upstream keep-alive pool
 (red, naming the system calls it added). With the label ``netperf:accept-regression`` on the
 pull request the same change is ACCEPTED, the label named as the reason in the report that the
-comment workflow posts (its github-script run under node); with the label removed it is red
-again. Real containers throughout; no registry here, so the job's image step takes its offline
-branch.
+comment workflow posts (its github-script run under node); without the label it is red, and
+the comment says so without naming the label. Real containers throughout; no registry here,
+so the job's image step takes its offline branch.
 """
 
 from __future__ import annotations
@@ -182,7 +182,7 @@ def test_init_names_what_it_wrote(team: tuple[Path, str]) -> None:
 
 
 def test_an_unchanged_pull_request_is_green_and_a_harmful_one_red(
-    installed: tuple[Path, Path], team: tuple[Path, str], record_property: pytest.RecordProperty
+    installed: tuple[Path, Path], team: tuple[Path, str], record_property: pytest.RecordProperty, tmp_path: Path
 ) -> None:
     wheel, bin_dir = installed
     repo, _ = team
@@ -213,12 +213,17 @@ def test_an_unchanged_pull_request_is_green_and_a_harmful_one_red(
     assert "<summary>Where the system calls went: <code>edge</code>" in red_comment, red_comment[:4000]
     assert "| `connect` | 0.00 | 1.00 | +1.00 |" in red_comment, red_comment[:4000]
     assert (repo / "netperf-report" / "pr-number").read_text() == f"{PR_NUMBER}\n"  # kept on a red run too
+    if node_or_none() is not None:  # what the comment workflow posts for it: red, no label named
+        comment_workflow = (repo / ".github" / "workflows" / "netperf-comment.yml").read_text()
+        (call,) = posted(run_comment_step(comment_workflow, tmp_path, red_comment, f"{PR_NUMBER}\n"))
+        assert call[1]["body"].startswith("### ❌ netperf: "), call[1]["body"][:2000]
+        assert f"label {render.ACCEPT_LABEL}" not in call[1]["body"]
     record_property("green_s", round(green_s, 1))
     record_property("red_s", round(red_s, 1))
     print(f"adoption path: green pull request {green_s:.0f}s, red pull request {red_s:.0f}s")
 
 
-def test_the_accept_label_accepts_the_regression_in_the_comment_and_removing_it_is_red_again(
+def test_the_accept_label_accepts_the_regression_in_the_comment(
     installed: tuple[Path, Path], team: tuple[Path, str], tmp_path: Path
 ) -> None:
     if node_or_none() is None:
@@ -243,11 +248,4 @@ def test_the_accept_label_accepts_the_regression_in_the_comment_and_removing_it_
     first_line = body.splitlines()[0]
     assert "ACCEPTED" in first_line and "FAIL" not in first_line.replace("ACCEPTED", ""), body[:2000]
     assert f"label {render.ACCEPT_LABEL}" in body, body[:4000]
-
-    status, said, _, _ = run_job(repo, bin_dir, wheel)  # the label removed: the job runs again
-    assert status == 1, said[-6000:]
-    rows = json.loads((repo / render.REPORT_DIR / "netperf.json").read_text())["rows"]
-    assert SYSCALLS_BUDGET in _verdicts(rows, "FAIL") and not _verdicts(rows, "ACCEPTED"), said[-6000:]
-    (call,) = posted(run_comment_step(comment_workflow, tmp_path, report_path.read_text(), f"{PR_NUMBER}\n"))
-    assert call[1]["body"].startswith("### ❌ netperf: "), call[1]["body"][:2000]
-    assert f"label {render.ACCEPT_LABEL}" not in call[1]["body"]
+    # without the label the same change is red: the job above on the unlabelled pull request

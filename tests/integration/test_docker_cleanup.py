@@ -32,7 +32,10 @@ CHILD_EXIT_S = 30
 
 HOLDING_TEST = """
 import json, os, time
+import pytest
 
+# a TLS listener: the session's test CA writes its key files to the temp folder
+@pytest.mark.parametrize("gateway_topology", [{"kind": "nginx", "tls": True}], indirect=True)
 def test_hold(netperf_docker, gateway_topology):
     info = {"pid": os.getpid(), "session": netperf_docker.session_id,
             "network": gateway_topology.network}
@@ -126,7 +129,9 @@ def _stop(process: subprocess.Popen) -> None:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_signal_mid_test_removes_everything(tmp_path: Path, client: DockerClient, signum: int) -> None:
-    process, marker, log = _child(tmp_path, HOLDING_TEST)
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    process, marker, log = _child(tmp_path, HOLDING_TEST, env={"TMPDIR": str(temp)})
     info: dict = {}
     try:
         info = _wait_for(marker, process, log)
@@ -137,6 +142,7 @@ def test_signal_mid_test_removes_everything(tmp_path: Path, client: DockerClient
         assert returncode == expected, log.read_text()[-3000:]
         assert session_leftovers(client, info["session"]) == []
         assert leftovers(client, f"{L.PID}={info['pid']}") == []
+        assert list(temp.glob("netperf-test-ca-*")) == [], "the test CA's key files outlived the session"
     finally:
         _stop(process)
         if info:

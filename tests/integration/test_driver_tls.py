@@ -14,11 +14,11 @@ import pytest
 
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.rust import RustDriver
-from pytest_netperf.drivers.tls_options import TlsOptions
 from pytest_netperf.errors import DriverError, DriverNotFoundError
 from pytest_netperf.measure.load_options import LoadOptionError, check_load_option
 from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.test_ca import SessionCA
+from pytest_netperf.tls_options import TlsOptions
 
 SCHEMA = json.loads((Path(__file__).parents[2] / "driver" / "schema.json").read_text())
 

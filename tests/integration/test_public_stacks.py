@@ -59,6 +59,11 @@ ONE_REQUEST_PER_CONNECTION = """
         common_http_protocol_options: { max_requests_per_connection: 1 }
         explicit_http_config: { http_protocol_options: {} }"""
 RUN = netperf_args(3, 8, "1", "0.5", "-m", "netperf", "--netperf-base=main", "--netperf-json=results.json")
+#: The Envoy one-request-per-connection change moves rps by 0.13x-0.83x from round to round on a
+#: quiet runner (CI: 0.329x [0.130x, 0.834x] after 8 rounds, INCONCLUSIVE): up to 16 rounds.
+RUN_UNSTEADY_CHANGE = netperf_args(
+    3, 16, "1", "0.5", "-m", "netperf", "--netperf-base=main", "--netperf-json=results.json"
+)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -143,6 +148,6 @@ def test_envoy_one_request_per_upstream_connection_is_red(pytester: pytest.Pytes
     marker = "  - name: service2\n"
     assert marker in text
     config.write_text(text.replace(marker, marker.rstrip("\n") + ONE_REQUEST_PER_CONNECTION + "\n"))
-    result = pytester.runpytest_subprocess(*RUN)
+    result = pytester.runpytest_subprocess(*RUN_UNSTEADY_CHANGE)
     if caught(result, rows(report(pytester))["rps >= 0.7x base"]):
         result.stdout.fnmatch_lines(["*FAIL: 'rps >= 0.7x base'*vs the base revision main*"])

@@ -51,7 +51,7 @@ def _init(root: Path, *args: str, capsys: pytest.CaptureFixture[str], monkeypatc
         ),
         (
             "services:\n  edge:\n    image: nginx:1.27\n",
-            "service 'edge' neither publishes nor exposes a plain-HTTP port",
+            "service 'edge' neither publishes nor exposes a port",
         ),
     ],
 )

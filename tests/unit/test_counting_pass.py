@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from pytest_netperf.budget.grammar import BudgetSyntaxError, parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import BaselineError
 from pytest_netperf.measure.counting_pass import (
+    COUNTED_REQUEST_TIMEOUT_S,
     Clock,
     CountingPassError,
     CountingPlan,
@@ -35,6 +37,7 @@ from pytest_netperf.runtime.trace_output import (
     valgrind_problems,
 )
 from pytest_netperf.settings import SettingError, Settings
+from pytest_netperf.tls_options import TlsOptions
 from pytest_netperf.verdict.counted import evaluate_repetitions
 from pytest_netperf.verdict.status import Status
 
@@ -193,6 +196,12 @@ def test_exact_shape_keeps_the_request_and_sends_it_alone() -> None:
     assert (exact.connections, exact.rate, exact.warmup_s, exact.duration_s) == (1, None, 0.0, 300.0)
     assert exact.headers == shape.headers and exact.body_size == 10
     assert exact.extra == {"requests": 1000}
+    assert exact.timeout_s == COUNTED_REQUEST_TIMEOUT_S  # a clone's first TLS handshake under valgrind is slow
+    assert exact_shape(replace(shape, timeout_s=90.0), 10, 300.0).timeout_s == 90.0
+    assert exact_shape(shape, 10, 20.0).timeout_s == 20.0  # never beyond the counted run's time limit
+    tls = TlsOptions(ca="ca.pem", resumption=False)
+    handshakes = exact_shape(replace(shape, new_connection_per_request=True, tls=tls), 10, 300.0)
+    assert handshakes.new_connection_per_request and handshakes.tls == tls
     assert (
         at_address("http://172.18.0.3:80/api/orders?size=16", "172.18.0.9:80")
         == "http://172.18.0.9:80/api/orders?size=16"
@@ -428,3 +437,29 @@ def test_the_comparison_note_says_when_no_system_call_moved() -> None:
     assert notes[-1] == (
         "edge: system calls whose syscalls per request changed most vs base: recvfrom -2.00, writev -2.00, close +1.00"
     )
+
+
+def test_a_clone_gets_the_bind_mounts_named_volumes_and_tmpfs_of_its_node() -> None:
+    """A TLS proxy's certificates may come in a bind mount or a named volume (certbot's): the
+    counted clone must have them to serve TLS as the node does."""
+    from types import SimpleNamespace
+
+    from pytest_netperf.runtime.counting_clone import _clone_options
+
+    attrs = {
+        "Config": {"Env": ["A=1"], "Labels": {}},
+        "HostConfig": {"Tmpfs": {"/var/cache/nginx": "size=16m"}},
+        "Mounts": [
+            {"Type": "bind", "Source": "/repo/nginx/edge.conf", "Destination": "/etc/nginx/conf.d/d.conf", "RW": False},
+            {"Type": "volume", "Name": "stack_certs", "Destination": "/etc/letsencrypt", "RW": False},
+            {"Type": "volume", "Name": "stack_cache", "Destination": "/cache", "RW": True},
+            {"Type": "tmpfs", "Destination": "/run"},
+        ],
+    }
+    options = _clone_options(SimpleNamespace(attrs=attrs), "edge-counted-1")  # type: ignore[arg-type]
+    assert options["volumes"] == [
+        "/repo/nginx/edge.conf:/etc/nginx/conf.d/d.conf:ro",
+        "stack_certs:/etc/letsencrypt:ro",
+        "stack_cache:/cache:rw",
+    ]
+    assert options["tmpfs"] == {"/var/cache/nginx": "size=16m"}

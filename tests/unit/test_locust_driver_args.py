@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.locust import DEFAULT_USER_FILE, LISTENER_FILE, commands
 from pytest_netperf.drivers.locust.driver import LocustDriver
 from pytest_netperf.errors import DriverError
+from pytest_netperf.tls_options import TlsOptions
 
 
 def _option(argv: list[str], name: str) -> str:
@@ -93,3 +95,27 @@ def test_locust_processes_can_import_this_package() -> None:
     first = env["PYTHONPATH"].split(":")[0]
     assert (Path(first) / "pytest_netperf" / "drivers" / "locust" / "in_locust" / "netperf_listener.py").is_file()
     assert env["PYTHONPATH"].endswith(":/elsewhere")
+
+
+def test_tls_settings_travel_to_the_default_user(tmp_path: Path) -> None:
+    ca = tmp_path / "ca.pem"
+    shape = LoadShape(tls=TlsOptions(ca=str(ca), cert="c.pem", key="k.pem", version="1.3"))
+    settings = json.loads(commands.tls_settings(shape))
+    assert settings == {
+        "ca": str(ca),
+        "cert": str(Path("c.pem").resolve()),
+        "key": str(Path("k.pem").resolve()),
+        "insecure": False,
+        "version": "1.3",
+    }
+    assert commands.tls_settings(LoadShape()) == "{}"
+    argv = commands.default_user_options("https://h:1/x", shape)
+    assert argv[argv.index("--netperf-tls") + 1] == commands.tls_settings(shape)
+    assert commands.round_options(shape, "https://h:1/x", default_user=True)["netperf_tls"] == commands.tls_settings(
+        shape
+    )
+
+
+def test_resumption_is_refused_by_name() -> None:
+    with pytest.raises(DriverError, match="cannot resume TLS sessions"):
+        LocustDriver().run("https://127.0.0.1:1/", LoadShape(tls=TlsOptions(resumption=True)))

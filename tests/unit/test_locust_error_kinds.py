@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import ssl
 
 import pytest
 import requests
@@ -59,3 +60,22 @@ def test_cycles_in_the_chain_terminate() -> None:
     first, second = ValueError("a"), ValueError("b")
     first.__context__, second.__context__ = second, first
     assert classify_exception(first) == "other"
+
+
+@pytest.mark.parametrize(
+    ("exception", "kind"),
+    [
+        (
+            ssl.SSLCertVerificationError(1, "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"),
+            "tls_certificate",
+        ),
+        (ssl.SSLError(1, "[SSL: WRONG_VERSION_NUMBER] wrong version number (_ssl.c:992)"), "not_tls"),
+        (ssl.SSLError(1, "[SSL: SSLV3_ALERT_HANDSHAKE_FAILURE] sslv3 alert handshake failure"), "tls_handshake"),
+        (
+            RetriesExceeded("https://x/", 0, original=ssl.SSLCertVerificationError(1, "verify failed")),
+            "tls_certificate",
+        ),
+    ],
+)
+def test_tls_failures_are_named_as_the_rust_driver_names_them(exception: BaseException, kind: str) -> None:
+    assert classify_exception(exception) == kind

@@ -101,9 +101,9 @@ def test_envoy_sidecar_listeners_and_clusters() -> None:
     assert clusters["peer"]["type"] == "STRICT_DNS"
 
 
-def test_envoy_needs_a_pod() -> None:
-    nodes = (Node("e", "echo", 80), Node("p", "envoy", 15006, upstreams=("e",)))
-    with pytest.raises(ValueError, match="needs pod_of"):
+def test_envoy_without_a_pod_is_a_gateway_that_needs_an_upstream() -> None:
+    nodes = (Node("e", "echo", 80), Node("p", "envoy", 15006))
+    with pytest.raises(ValueError, match="envoy gateway 'p' needs at least one upstream"):
         render_envoy(Topology("t", nodes, ()), nodes[1])
 
 

@@ -33,12 +33,13 @@ CONFIG = {
 def test_classify_finds_the_proxies_their_http_ports_and_offline_stand_ins() -> None:
     stack = classify(CONFIG, Path("compose.yml"))
     by_name = {s.name: s for s in stack.services}
-    assert [(s.name, s.proxy, s.http_port) for s in stack.proxies] == [
-        ("api", "kong", 8000),
-        ("edge", "nginx", 80),
-        ("mesh", "envoy", 10000),
+    assert [(s.name, s.proxy, s.scheme, s.gate_port) for s in stack.proxies] == [
+        ("api", "kong", "http", 8000),
+        ("edge", "nginx", "http", 80),  # 8443 beside 80: plain HTTP is gated
+        ("mesh", "envoy", "http", 10000),
+        ("tls", "traefik", "https", 443),  # TLS only: gated over HTTPS
     ]
-    assert [s.name for s in stack.proxies_without_port] == ["lb", "tls"]  # no port / TLS only
+    assert [s.name for s in stack.proxies_without_port] == ["lb"]
     assert by_name["app"].proxy == "" and by_name["worker"].image == ""
     assert stack.image_map() == {
         "nginx:1.27": "pytest-netperf/nginx:local",
@@ -85,7 +86,7 @@ def _marks(module_text: str) -> dict[str, list[str]]:
     found = {}
     for node in ast.parse(module_text).body:
         if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
-            (mark,) = node.decorator_list
+            (mark,) = [d for d in node.decorator_list if "netperf" in ast.unparse(d)]
             assert isinstance(mark, ast.Call)
             found[node.name] = [arg.value for arg in mark.args if isinstance(arg, ast.Constant)]
     return found
@@ -104,6 +105,9 @@ def test_the_test_module_gates_each_proxy_with_budgets_the_grammar_accepts() -> 
             "test_mesh_throughput",
             "test_mesh_latency",
             "test_mesh_cost_per_request",
+            "test_tls_throughput",  # TLS only: over HTTPS, with a handshake-per-request test
+            "test_tls_latency",
+            "test_tls_handshake_throughput",  # Traefik: not counted
         ]
     )
     for budgets in marks.values():

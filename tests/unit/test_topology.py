@@ -43,7 +43,7 @@ def test_gateway_topology_wiring(kind: Literal["nginx", "kong"]) -> None:
 
 def test_gateway_topology_rejects_unknown_kind_and_workers() -> None:
     with pytest.raises(ValueError, match="gateway kind"):
-        gateway_topology("envoy")  # type: ignore[arg-type]
+        gateway_topology("traefik")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="workers"):
         gateway_topology("nginx", workers=0)
 
