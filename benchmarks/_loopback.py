@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -15,7 +16,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.local import LocalEchoServer
@@ -153,3 +154,81 @@ def median(values: list[float]) -> float:
     s = sorted(values)
     mid = len(s) // 2
     return s[mid] if len(s) % 2 else (s[mid - 1] + s[mid]) / 2
+
+
+@dataclass
+class ClientSample:
+    """One load client's run: requests answered, requests/s, and its CPU seconds."""
+
+    tool: str
+    requests: int
+    rps: float
+    cpu_s: float
+
+    @property
+    def cpu_us_per_request(self) -> float:
+        return 1e6 * self.cpu_s / self.requests if self.requests else float("nan")
+
+
+def check_exit(run: ChildRun, tool: str) -> None:
+    """RuntimeError with the end of ``tool``'s stderr when it exited non-zero."""
+    if run.returncode != 0:
+        raise RuntimeError(f"{tool} exited {run.returncode}: {run.stderr.strip()[-400:]}")
+
+
+def wrk_sample(run: ChildRun, strict: bool = False) -> ClientSample:
+    """wrk's output as a sample (``strict``: RuntimeError on socket errors or non-2xx)."""
+    check_exit(run, "wrk")
+    total = re.search(r"(\d+) requests in", run.stdout)
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", run.stdout)
+    if total is None or rps is None:
+        raise RuntimeError(f"wrk printed no totals: {run.stdout[-400:]}")
+    if strict and (re.search(r"Socket errors: ", run.stdout) or "Non-2xx" in run.stdout):
+        raise RuntimeError(f"wrk saw errors: {run.stdout}")
+    return ClientSample("wrk", int(total.group(1)), float(rps.group(1)), run.cpu_s)
+
+
+#: A sample's pairs per mode: (the established tool's, ours), in the order they ran.
+Pairs = dict[str, list[tuple[ClientSample, ClientSample]]]
+
+
+def alternate_pairs(
+    pairs: int, modes: list[str], theirs: Callable[[str], ClientSample], ours: Callable[[str], ClientSample]
+) -> Pairs:
+    """``pairs`` rounds over ``modes``: each mode runs the established tool and ours back to back,
+    who goes first alternating from round to round (so a drift of the machine favours neither);
+    each pair is printed as it lands."""
+    results: Pairs = {mode: [] for mode in modes}
+    for i in range(pairs):
+        for mode in modes:
+            first, second = (theirs, ours) if i % 2 == 0 else (ours, theirs)
+            a, b = first(mode), second(mode)
+            tool, mine = (a, b) if first is theirs else (b, a)
+            results[mode].append((tool, mine))
+            print(
+                f"pair {i + 1} {mode}: {tool.tool} {tool.rps:.0f} rps {tool.cpu_us_per_request:.2f} us/req, "
+                f"ours {mine.rps:.0f} rps {mine.cpu_us_per_request:.2f} us/req",
+                flush=True,
+            )
+    return results
+
+
+def print_ratios(results: Pairs, tool: str, mode_title: str, width: int) -> None:
+    """The medians of each mode, ours against ``tool`` (requests/s and CPU per request), and the
+    goal line: our CPU per request at most 1.0x the tool's."""
+    print(
+        f"{mode_title:<{width}}{'tool':<16}{'rps':>10}{'cpu us/req':>12}"
+        f"{f'rps vs {tool}':>{len(tool) + 9}}{f'cpu/req vs {tool}':>{len(tool) + 13}}"
+    )
+    verdicts = []
+    for mode, pairs in results.items():
+        rps_ratio = median([o.rps / t.rps for t, o in pairs])
+        cpu_ratio = median([o.cpu_us_per_request / t.cpu_us_per_request for t, o in pairs])
+        for name, pick in ((tool, 0), ("netperf-driver", 1)):
+            rps = median([p[pick].rps for p in pairs])
+            cpu = median([p[pick].cpu_us_per_request for p in pairs])
+            ratios = ("", "") if pick == 0 else (f"{rps_ratio:.3f}", f"{cpu_ratio:.3f}")
+            rps_col, cpu_col = f"{ratios[0]:>{len(tool) + 9}}", f"{ratios[1]:>{len(tool) + 13}}"
+            print(f"{mode:<{width}}{name:<16}{rps:>10.0f}{cpu:>12.2f}{rps_col}{cpu_col}")
+        verdicts.append(f"{mode}: cpu/req {cpu_ratio:.3f}x {tool} ({'met' if cpu_ratio <= 1.0 else 'MISSED'})")
+    print(f"\nmedian ratios ours/{tool}; goal cpu/req <= 1.0x: " + "; ".join(verdicts))

@@ -16,43 +16,24 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import re
 import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _loopback import ChildRun, median, nginx, run_measured
+from _loopback import ClientSample as Sample
+from _loopback import check_exit, median, nginx, run_measured, wrk_sample
 
 from pytest_netperf.runtime.commands import find_driver_binary
 
 TIME_BUDGET_S = 115.0
 
 
-@dataclass
-class Sample:
-    """One client run."""
-
-    tool: str
-    requests: int
-    rps: float
-    cpu_s: float
-
-    @property
-    def cpu_us_per_request(self) -> float:
-        return 1e6 * self.cpu_s / self.requests if self.requests else float("nan")
-
-
 def run_wrk(url: str, connections: int, duration_s: float) -> Sample:
-    run = run_measured(["wrk", "-t1", f"-c{connections}", f"-d{duration_s:g}s", url], duration_s + 30)
-    _check(run, "wrk")
-    total = int(re.search(r"(\d+) requests in", run.stdout).group(1))
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", run.stdout).group(1))
-    return Sample("wrk", total, rps, run.cpu_s)
+    return wrk_sample(run_measured(["wrk", "-t1", f"-c{connections}", f"-d{duration_s:g}s", url], duration_s + 30))
 
 
 def run_netperf(url: str, connections: int, duration_s: float) -> Sample:
@@ -71,7 +52,7 @@ def run_netperf(url: str, connections: int, duration_s: float) -> Sample:
         "--json",
     ]
     run = run_measured(argv, duration_s + 30)
-    _check(run, "netperf-driver")
+    check_exit(run, "netperf-driver")
     doc = json.loads(run.stdout)
     s = doc["summary"]
     return Sample("netperf-driver", s["requests"], s["achieved_rps"], run.cpu_s)
@@ -91,7 +72,7 @@ def run_oha(url: str, connections: int, duration_s: float) -> Optional[Sample]:
         run = run_measured(
             [oha, "-z", f"{duration_s:g}s", "-c", str(connections), "--no-tui", "--json", url], duration_s + 30
         )
-    _check(run, "oha")
+    check_exit(run, "oha")
     doc = json.loads(run.stdout)
     total = sum(int(v) for v in doc["statusCodeDistribution"].values())
     return Sample("oha", total, float(doc["summary"]["requestsPerSec"]), run.cpu_s)
@@ -139,11 +120,6 @@ def run_locust(url: str, connections: int, duration_s: float) -> Optional[Sample
             row = next(r for r in csv.DictReader(fh) if r["Name"] == "Aggregated")
     total = int(row["Request Count"])
     return Sample("locust (1 process)", total, total / duration_s, run.cpu_s)
-
-
-def _check(run: ChildRun, tool: str) -> None:
-    if run.returncode != 0:
-        raise RuntimeError(f"{tool} exited {run.returncode}: {run.stderr.strip()[-300:]}")
 
 
 def main() -> int:

@@ -24,18 +24,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _loopback import ChildRun, median, run_measured, stop_process
+from _loopback import ClientSample as Sample
+from _loopback import alternate_pairs, check_exit, print_ratios, run_measured, stop_process, wrk_sample
 
 from pytest_netperf.runtime.commands import find_driver_binary
 from pytest_netperf.runtime.test_ca import SessionCA
@@ -43,20 +42,6 @@ from pytest_netperf.runtime.test_ca import SessionCA
 SERVER_CORE = "1"
 CLIENT_CORE = "0"
 MODES = {"keep-alive": 32, "handshake/request": 16}
-
-
-@dataclass
-class Sample:
-    """One client run."""
-
-    tool: str
-    requests: int
-    rps: float
-    cpu_s: float
-
-    @property
-    def cpu_us_per_request(self) -> float:
-        return 1e6 * self.cpu_s / self.requests if self.requests else float("nan")
 
 
 @contextmanager
@@ -74,23 +59,11 @@ def tls_echo(ca: SessionCA) -> Iterator[str]:
         stop_process(process)
 
 
-def _check(run: ChildRun, tool: str) -> None:
-    if run.returncode != 0:
-        raise RuntimeError(f"{tool} failed ({run.returncode}): {run.stderr.strip()[-400:]}")
-
-
 def run_wrk(url: str, mode: str, duration_s: float) -> Sample:
     argv = ["taskset", "-c", CLIENT_CORE, "wrk", "-t1", f"-c{MODES[mode]}", f"-d{duration_s:g}s"]
     if mode == "handshake/request":
         argv += ["-H", "Connection: close"]
-    run = run_measured([*argv, url], duration_s + 30)
-    _check(run, "wrk")
-    total = int(re.search(r"(\d+) requests in", run.stdout).group(1))
-    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", run.stdout).group(1))
-    errors = re.search(r"Socket errors: (.*)", run.stdout)
-    if errors or "Non-2xx" in run.stdout:
-        raise RuntimeError(f"wrk saw errors: {run.stdout}")
-    return Sample("wrk", total, rps, run.cpu_s)
+    return wrk_sample(run_measured([*argv, url], duration_s + 30), strict=True)
 
 
 def run_ours(url: str, mode: str, duration_s: float) -> Sample:
@@ -99,7 +72,7 @@ def run_ours(url: str, mode: str, duration_s: float) -> Sample:
     if mode == "handshake/request":
         argv += ["--new-connection-per-request", "--tls-resumption", "off"]
     run = run_measured(argv, duration_s + 30)
-    _check(run, "netperf-driver")
+    check_exit(run, "netperf-driver")
     doc = json.loads(run.stdout)
     s = doc["summary"]
     if s["ok"] != s["requests"] or doc["tls"]["version"] != "TLSv1.3":
@@ -125,31 +98,18 @@ def main() -> int:
         print("wrk and taskset are needed (scripts/setup installs them)")
         return 2
     wait_for_quiet_machine()
-    results: dict[str, list[tuple[Sample, Sample]]] = {m: [] for m in MODES}
     with SessionCA(key_type="ecdsa") as ca, tls_echo(ca) as url:
-        for i in range(args.pairs):
-            for mode in MODES:
-                order = [run_wrk, run_ours] if i % 2 == 0 else [run_ours, run_wrk]
-                a, b = (f(url, mode, args.duration) for f in order)
-                wrk, ours = (a, b) if a.tool == "wrk" else (b, a)
-                results[mode].append((wrk, ours))
+        results = alternate_pairs(
+            args.pairs,
+            list(MODES),
+            lambda mode: run_wrk(url, mode, args.duration),
+            lambda mode: run_ours(url, mode, args.duration),
+        )
     print(
         f"\nTLS 1.3, ECDSA P-256, echo server on core {SERVER_CORE}, client on core {CLIENT_CORE}, "
         f"{args.duration:g}s runs, {args.pairs} alternating pairs per load\n"
     )
-    header = f"{'load':<19}{'tool':<16}{'rps':>10}{'cpu us/req':>12}{'rps vs wrk':>12}{'cpu/req vs wrk':>16}"
-    print(header)
-    verdicts = []
-    for mode, pairs in results.items():
-        rps_ratio = median([o.rps / w.rps for w, o in pairs])
-        cpu_ratio = median([o.cpu_us_per_request / w.cpu_us_per_request for w, o in pairs])
-        for name, pick in (("wrk", 0), ("netperf-driver", 1)):
-            rps = median([p[pick].rps for p in pairs])
-            cpu = median([p[pick].cpu_us_per_request for p in pairs])
-            ratios = ("", "") if pick == 0 else (f"{rps_ratio:.3f}", f"{cpu_ratio:.3f}")
-            print(f"{mode:<19}{name:<16}{rps:>10.0f}{cpu:>12.2f}{ratios[0]:>12}{ratios[1]:>16}")
-        verdicts.append(f"{mode}: cpu/req {cpu_ratio:.3f}x wrk ({'met' if cpu_ratio <= 1.0 else 'MISSED'})")
-    print("\nmedian ratios ours/wrk; goal cpu/req <= 1.0x: " + "; ".join(verdicts))
+    print_ratios(results, "wrk", "load", 19)
     return 0
 
 
