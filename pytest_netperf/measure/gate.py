@@ -14,6 +14,7 @@ import time
 from dataclasses import replace
 from typing import Any, Callable, Mapping, Optional, Sequence
 
+from pytest_netperf import defaults
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.budget.metrics import ERROR_METRICS
@@ -110,6 +111,8 @@ class Gate:
         self._noise = noise  # from an earlier A/A run (--netperf-calibrate), if any
         self.implicit_error_budget = not any(b.metric in ERROR_METRICS for b in self.budgets)
         self._system_budgets = system_budgets(self.budgets)
+        #: every budget counted: the timed rounds only check for errors (defaults.COUNTED_ONLY_ROUNDS)
+        self._counted_only = bool(self.budgets) and all(metrics.get(b.metric).counted for b in self.budgets)
         self.counting_plan = CountingPlan.of(
             settings.counting_requests, settings.counting_repetitions, settings.counting_time_limit_s, stacks
         )
@@ -220,6 +223,8 @@ class Gate:
             m.rate_note = resolve_capacity_share(m, share)
             self._progress(f"{self.test_id} [{m.key}] {m.rate_note}")
         self._choose_design(m)
+        if rounds is None and self._counted_only:
+            rounds = defaults.COUNTED_ONLY_ROUNDS
         self._rounds.run(m, rounds)
         self._counting.run(m)
         return m
