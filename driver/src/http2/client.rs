@@ -18,12 +18,12 @@ use crate::clock::mono_ns;
 use crate::exit::Failure;
 use crate::health::process_cpu;
 use crate::load::liveness::Liveness;
+use crate::load::pacer::Timeline;
 use crate::load::plan::Plan;
 use crate::load::signal;
 use crate::load::stats::{ErrorKind, ThreadStats, ERROR_NAMES};
 use crate::load::tls_conn::TlsConn;
 use crate::load::tls_stats::TlsStats;
-use crate::load::worker::Timeline;
 use crate::report::{Document, GrpcDoc, Http2Doc, RunFacts};
 
 /// Grace after the last timeout before outstanding requests are abandoned.

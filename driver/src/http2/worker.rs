@@ -26,16 +26,14 @@ use super::io::{tokio_stream, Io, PlainIo, TlsIo, Wire};
 use super::plan::Http2Plan;
 use super::precise::Alarm;
 use crate::clock::{minimize_timer_slack, mono_ns, sleep_until};
-use crate::health::{thread_cpu, thread_saturated, ThreadClock, ThreadUsage};
-use crate::hist;
+use crate::health::{thread_cpu, ThreadUsage};
 use crate::load::conn::InFlight;
 use crate::load::liveness::{ConnectError, Liveness, Watch};
+use crate::load::pacer::{thread_spin_ns, Pacer, Settle, Timeline};
 use crate::load::plan::Plan;
-use crate::load::schedule::Schedule;
 use crate::load::signal::INTERRUPTED;
 use crate::load::stats::{ErrorKind, ThreadStats};
 use crate::load::tls_conn::{Handshake, TlsConn};
-use crate::load::worker::Timeline;
 use crate::slab::Slab;
 use crate::tls::diagnose::{self, ALPN_REFUSED};
 
@@ -419,25 +417,17 @@ struct WireTotals {
 struct Worker {
     plan: Arc<Plan>,
     h2: Http2Plan,
-    tl: Timeline,
+    pace: Pacer,
     slots: Vec<Slot>,
     flights: Slab<Flight>,
     available: Vec<usize>,
-    backlog: VecDeque<InFlight>,
     retries: VecDeque<usize>,
-    schedule: Option<Schedule>,
     stats: ThreadStats,
     h2stats: H2Stats,
     wire: WireTotals,
-    outstanding: usize,
-    stopped: bool,
-    quota: Option<u64>,
     next_scan_ns: u64,
     scan_period_ns: u64,
     spin_ns: u64,
-    window_clock: Option<ThreadClock>,
-    window_usage: Option<ThreadUsage>,
-    censored_done: bool,
     liveness: Arc<Liveness>,
     watch: Watch,
     reqs: FuturesUnordered<ReqFut>,
@@ -497,50 +487,23 @@ pub fn run_worker(
     let Ok(tl) = start.recv() else {
         return Err(io::Error::other("the run was called off before it started"));
     };
-    let open = plan.rate.is_some();
-    let schedule = plan.rate.map(|rate| {
-        Schedule::new(
-            plan.arrival,
-            rate,
-            tl.start_ns,
-            thread,
-            plan.threads,
-            plan.seed,
-        )
-    });
-    let stats = ThreadStats::new(
-        tl.window_start_ns,
-        plan.interval_ns,
-        plan.interval_count(),
-        open,
-    );
-    let spin_ns = match plan.rate.map(|r| 1e9 * plan.threads as f64 / r) {
-        Some(period) if period >= 10.0 * plan.spin_ns as f64 => plan.spin_ns,
-        _ => 0,
-    };
-    let quota = plan.requests_of(thread);
+    let pace = Pacer::for_thread(&plan, tl, thread);
+    let stats = pace.thread_stats(&plan);
+    let spin_ns = thread_spin_ns(&plan);
     let mut w = Worker {
         scan_period_ns: (plan.timeout_ns / 20).clamp(1_000_000, MAX_POLL_NS),
         plan: Arc::clone(&plan),
         h2,
-        tl,
+        pace,
         slots: Vec::new(),
         flights: Slab::default(),
         available: Vec::new(),
-        backlog: VecDeque::new(),
         retries: VecDeque::new(),
-        schedule,
         stats,
         h2stats: H2Stats::default(),
         wire: WireTotals::default(),
-        outstanding: 0,
-        stopped: false,
-        quota,
         next_scan_ns: 0,
         spin_ns,
-        window_clock: None,
-        window_usage: None,
-        censored_done: false,
         liveness,
         watch: Watch::default(),
         reqs: FuturesUnordered::new(),
@@ -590,7 +553,7 @@ pub fn run_worker(
     w.stats.cpu = cpu;
     w.stats.finish();
     // only an interrupted run ends without a window measurement
-    let window = w.window_usage.unwrap_or_default();
+    let window = w.pace.window_usage.unwrap_or_default();
     // the connections go before the runtime that drives their sockets
     let Worker { stats, h2stats, .. } = w;
     Ok(H2WorkerResult {
@@ -601,14 +564,6 @@ pub fn run_worker(
 }
 
 impl Worker {
-    fn open_loop(&self) -> bool {
-        self.schedule.is_some()
-    }
-
-    fn in_window(&self, t: u64) -> bool {
-        t >= self.tl.window_start_ns && t < self.tl.window_end_ns
-    }
-
     /// A connection is up on `slot`: remember it, and start polling it.
     fn install(&mut self, slot: usize, est: Established) {
         let Established {
@@ -618,7 +573,7 @@ impl Worker {
             handshake,
         } = est;
         if let Some(h) = handshake {
-            let timed = self.in_window(mono_ns()).then(mono_ns);
+            let timed = self.pace.in_window(mono_ns()).then(mono_ns);
             self.stats.tls.handshake(&h, timed);
         }
         let server_max = send.current_max_send_streams();
@@ -663,8 +618,8 @@ impl Worker {
             s.limit.saturating_sub(s.active)
         };
         for _ in 0..free {
-            if self.open_loop() {
-                match self.backlog.pop_front() {
+            if self.pace.open_loop() {
+                match self.pace.backlog.pop_front() {
                     Some(req) => self.send(i, req),
                     None => self.available.push(i),
                 }
@@ -704,22 +659,25 @@ impl Worker {
                 self.liveness.declare_lost(message);
                 return Poll::Ready(Ok(Step::Done));
             }
-            if !self.censored_done && now >= self.tl.window_end_ns {
-                self.censor_unanswered();
+            if !self.pace.censored_done && now >= self.pace.tl.window_end_ns {
+                let pending: Vec<InFlight> = self
+                    .flights
+                    .indices()
+                    .filter_map(|k| self.flights.get(k).map(|f| f.req))
+                    .collect();
+                self.pace.censor_unanswered(pending, &mut self.stats);
             }
-            self.track_window(now);
-            if self.open_loop() && !self.stopped {
+            self.pace.track_window(now, &mut self.stats);
+            if self.pace.open_loop() && !self.pace.stopped {
                 now = self.dispatch_due(now);
             }
-            if !self.stopped && now >= self.tl.window_end_ns {
-                self.stopped = true;
-            }
-            if self.stopped && self.outstanding == 0 {
-                return Poll::Ready(Ok(Step::Done));
-            }
-            if now >= self.tl.hard_end_ns {
-                self.abandon_outstanding();
-                return Poll::Ready(Ok(Step::Done));
+            match self.pace.settle(now) {
+                Settle::Running => {}
+                Settle::Done => return Poll::Ready(Ok(Step::Done)),
+                Settle::Abandon => {
+                    self.abandon_outstanding();
+                    return Poll::Ready(Ok(Step::Done));
+                }
             }
             if now >= self.next_scan_ns {
                 self.scan_timeouts(now);
@@ -730,20 +688,11 @@ impl Worker {
             if progress || self.pushed {
                 continue;
             }
-            let mut wake = self
-                .next_scan_ns
-                .min(self.tl.hard_end_ns)
-                .min(now + MAX_POLL_NS);
-            if self.window_clock.is_none() {
-                wake = wake.min(self.tl.window_start_ns);
-            }
-            if !self.stopped {
-                wake = wake.min(self.tl.window_end_ns);
-            }
+            let mut wake = self.pace.wake_by(now, self.next_scan_ns, MAX_POLL_NS);
             if let Some(&i) = self.retries.front() {
                 wake = wake.min(self.slots[i].retry_at_ns);
             }
-            if let (Some(sched), false) = (&self.schedule, self.stopped) {
+            if let (Some(sched), false) = (&self.pace.schedule, self.pace.stopped) {
                 let due = sched.peek();
                 let send_at = due.saturating_sub(self.spin_ns);
                 if send_at <= now {
@@ -766,87 +715,15 @@ impl Worker {
         }
     }
 
-    /// See [`crate::load::worker`]: unanswered requests of the warmup become censored
-    /// samples at the end of the window.
-    fn censor_unanswered(&mut self) {
-        self.censored_done = true;
-        let end = self.tl.window_end_ns;
-        let start = self.tl.window_start_ns;
-        let mut pending: Vec<InFlight> = self
-            .flights
-            .indices()
-            .filter_map(|k| self.flights.get(k).map(|f| f.req))
-            .collect();
-        pending.extend(self.backlog.iter().copied());
-        for r in pending {
-            if !r.in_window && r.intended_ns < start {
-                self.stats.censor(r.intended_ns, end);
-            }
-        }
-    }
-
-    fn track_window(&mut self, now: u64) {
-        if self.window_clock.is_none() {
-            if now >= self.tl.window_start_ns {
-                self.window_clock = Some(ThreadClock::now(now));
-            }
-            return;
-        }
-        if self.window_usage.is_some() || now < self.tl.window_end_ns {
-            return;
-        }
-        let start = self.window_clock.expect("checked above");
-        let usage = start.usage_until(&ThreadClock::now(now));
-        self.window_usage = Some(usage);
-        if self.open_loop() && thread_saturated(true, &usage) {
-            while let Some(r) = self.backlog.pop_front() {
-                self.finish_error(r, ErrorKind::QueueTimeout);
-            }
-        }
-    }
-
     /// Open loop: hand out every request whose intended time has come.
     fn dispatch_due(&mut self, now: u64) -> u64 {
-        loop {
-            let Some(sched) = &mut self.schedule else {
-                return now;
-            };
-            let due = sched.peek();
-            if due > now {
-                return now;
-            }
-            if due >= self.tl.window_end_ns {
-                self.stopped = true;
-                return now;
-            }
-            if !self.take_quota() {
-                self.stopped = true;
-                return now;
-            }
-            if let Some(sched) = &mut self.schedule {
-                sched.advance();
-            }
-            let in_window = self.in_window(due);
-            if in_window {
-                self.stats.scheduled += 1;
-                hist::record(&mut self.stats.lag, now - due);
-                self.outstanding += 1;
-            }
-            let req = InFlight {
-                intended_ns: due,
-                sent_ns: 0,
-                in_window,
-            };
+        while let Some(req) = self.pace.next_due(now, &mut self.stats) {
             match self.take_available() {
                 Some(i) => self.send(i, req),
-                None => {
-                    if in_window {
-                        self.stats.queued += 1;
-                    }
-                    self.backlog.push_back(req);
-                }
+                None => self.pace.queue(req, &mut self.stats),
             }
         }
+        now
     }
 
     fn take_available(&mut self) -> Option<usize> {
@@ -859,34 +736,11 @@ impl Worker {
         None
     }
 
-    fn take_quota(&mut self) -> bool {
-        match &mut self.quota {
-            Some(0) => false,
-            Some(left) => {
-                *left -= 1;
-                true
-            }
-            None => true,
-        }
-    }
-
+    /// Closed loop: slot `i` opens the next stream, unless the window or the quota has ended.
     fn closed_next(&mut self, i: usize, now: u64) {
-        if self.stopped || now >= self.tl.window_end_ns || !self.take_quota() {
-            self.stopped = true;
-            return;
+        if let Some(req) = self.pace.closed_request(now) {
+            self.send(i, req);
         }
-        let in_window = self.in_window(now);
-        if in_window {
-            self.outstanding += 1;
-        }
-        self.send(
-            i,
-            InFlight {
-                intended_ns: now,
-                sent_ns: 0,
-                in_window,
-            },
-        );
     }
 
     /// Open a stream on slot `i` for `req`.
@@ -934,17 +788,7 @@ impl Worker {
             self.slot_down(i);
         }
         if graceful {
-            if self.open_loop() {
-                self.backlog.push_front(req);
-            } else {
-                // closed loop: the slot's streams start again on the new connection
-                if req.in_window {
-                    self.outstanding -= 1;
-                }
-                if let Some(q) = &mut self.quota {
-                    *q += 1;
-                }
-            }
+            self.pace.take_back(req);
             return;
         }
         // the connection had answered the handshake: it speaks HTTP/2
@@ -968,7 +812,7 @@ impl Worker {
             self.wire.read += w.read.load(Ordering::Relaxed);
             self.wire.written += w.written.load(Ordering::Relaxed);
         }
-        if !self.stopped {
+        if !self.pace.stopped {
             self.connect(i, mono_ns());
         }
     }
@@ -1005,7 +849,7 @@ impl Worker {
                 return;
             }
             self.retries.pop_front();
-            if !self.stopped {
+            if !self.pace.stopped {
                 self.connect(i, now);
             }
         }
@@ -1033,7 +877,7 @@ impl Worker {
                         .connect_failed(self.slots[i].connect_started_ns, ce);
                 }
                 self.stats.cause(f.kind, &f.message);
-                if self.in_window(now) {
+                if self.pace.in_window(now) {
                     self.stats.error(f.kind, now);
                 }
                 let s = &mut self.slots[i];
@@ -1109,8 +953,8 @@ impl Worker {
         if s.active >= s.limit {
             return;
         }
-        if self.open_loop() {
-            match self.backlog.pop_front() {
+        if self.pace.open_loop() {
+            match self.pace.backlog.pop_front() {
                 Some(req) => self.send(i, req),
                 None => self.available.push(i),
             }
@@ -1122,7 +966,7 @@ impl Worker {
     fn answered(&mut self, req: InFlight, answer: Answer, done: u64) {
         self.watch.alive(done, &self.liveness);
         self.stats.completed_total += 1;
-        if self.in_window(done) {
+        if self.pace.in_window(done) {
             self.stats.completion(done);
         }
         match answer.grpc {
@@ -1133,7 +977,7 @@ impl Worker {
                     }
                     self.stats
                         .response(req.intended_ns, req.sent_ns, done, answer.status);
-                    self.outstanding -= 1;
+                    self.pace.outstanding -= 1;
                 }
             }
             Some(Ok((code, message))) => {
@@ -1162,7 +1006,7 @@ impl Worker {
                     if req.in_window {
                         self.stats
                             .response(req.intended_ns, req.sent_ns, done, answer.status);
-                        self.outstanding -= 1;
+                        self.pace.outstanding -= 1;
                     }
                     return;
                 }
@@ -1173,10 +1017,7 @@ impl Worker {
     }
 
     fn finish_error(&mut self, req: InFlight, kind: ErrorKind) {
-        if req.in_window {
-            self.stats.error(kind, req.intended_ns);
-            self.outstanding -= 1;
-        }
+        self.pace.finish_error(req, kind, &mut self.stats);
     }
 
     /// Requests written more than `--timeout` ago: count them as timeouts and reset their
@@ -1208,14 +1049,8 @@ impl Worker {
 
     /// Open loop: requests that waited in the client queue past the timeout.
     fn scan_backlog(&mut self, now: u64) {
-        let timeout = self.plan.timeout_ns;
-        while let Some(r) = self.backlog.front().copied() {
-            if r.intended_ns + timeout > now {
-                break;
-            }
-            self.backlog.pop_front();
-            self.finish_error(r, ErrorKind::QueueTimeout);
-        }
+        self.pace
+            .expire_backlog(now, self.plan.timeout_ns, &mut self.stats);
     }
 
     fn abandon_outstanding(&mut self) {
@@ -1225,9 +1060,7 @@ impl Worker {
                 self.finish_error(f.req, ErrorKind::Timeout);
             }
         }
-        while let Some(r) = self.backlog.pop_front() {
-            self.finish_error(r, ErrorKind::QueueTimeout);
-        }
+        self.pace.abandon_backlog(&mut self.stats);
     }
 
     /// Add the bytes of the connections still open to the totals.

@@ -2,6 +2,7 @@
 
 pub mod conn;
 pub mod liveness;
+pub mod pacer;
 pub mod plan;
 pub mod schedule;
 pub mod signal;
@@ -23,11 +24,12 @@ use crate::health::process_cpu;
 use crate::report::{Document, RunFacts};
 use conn::ClientConn;
 use liveness::Liveness;
+use pacer::Timeline;
 use plan::Plan;
 use stats::ThreadStats;
 use tls_conn::TlsConn;
 use tls_stats::TlsStats;
-use worker::{run_worker, Timeline};
+use worker::run_worker;
 
 /// Grace after the last timeout before outstanding requests are abandoned.
 const DRAIN_GRACE_NS: u64 = 100_000_000;

@@ -13,12 +13,12 @@ use mio::{Events, Interest, Poll, Token};
 
 use super::conn::{ClientConn, ConnState, InFlight, ReadOutcome};
 use super::liveness::{ConnectError, Liveness, Watch};
+use super::pacer::{thread_spin_ns, Pacer, Settle, Timeline};
 use super::plan::Plan;
-use super::schedule::Schedule;
 use super::signal::INTERRUPTED;
 use super::stats::{ErrorKind, ThreadStats};
 use crate::clock::{minimize_timer_slack, mono_ns, set_realtime_fifo, sleep_until, PreciseTimer};
-use crate::health::{thread_cpu, thread_saturated, ThreadClock, ThreadUsage};
+use crate::health::{thread_cpu, ThreadUsage};
 use crate::hist;
 use crate::tls::diagnose::PLAIN_TO_TLS;
 
@@ -27,19 +27,6 @@ const TIMER: Token = Token(usize::MAX - 1);
 const CONNECT_BACKOFF_NS: u64 = 10_000_000;
 /// Longest sleep in epoll (so interruption and window ends are noticed promptly).
 const MAX_POLL_NS: u64 = 50_000_000;
-
-/// Phase boundaries shared by all threads (absolute monotonic ns).
-#[derive(Debug, Clone, Copy)]
-pub struct Timeline {
-    /// Load starts (warmup begins).
-    pub start_ns: u64,
-    /// Measured window starts.
-    pub window_start_ns: u64,
-    /// Measured window ends; no new requests after this.
-    pub window_end_ns: u64,
-    /// Give up on outstanding requests after this.
-    pub hard_end_ns: u64,
-}
 
 /// What a worker hands back.
 pub struct WorkerResult {
@@ -51,29 +38,17 @@ pub struct WorkerResult {
 
 struct Worker {
     plan: Arc<Plan>,
-    tl: Timeline,
+    pace: Pacer,
     poll: Poll,
     timer: Option<PreciseTimer>,
     conns: Vec<ClientConn>,
     available: Vec<usize>,
-    backlog: VecDeque<InFlight>,
     retries: VecDeque<usize>,
-    schedule: Option<Schedule>,
     stats: ThreadStats,
-    outstanding: usize,
-    stopped: bool,
-    /// Requests this thread may still start under `--requests` (None: no count).
-    quota: Option<u64>,
     scratch: Vec<u8>,
     next_scan_ns: u64,
     scan_period_ns: u64,
     spin_ns: u64,
-    /// Snapshot of this thread's clocks when the window started.
-    window_clock: Option<ThreadClock>,
-    /// Usage over the window, once it has ended.
-    window_usage: Option<ThreadUsage>,
-    /// Unanswered requests of the warmup were censored at the end of the window.
-    censored_done: bool,
     /// Signs of life of the target, shared by all workers.
     liveness: Arc<Liveness>,
     /// This worker's signs of life and failed connects.
@@ -102,49 +77,23 @@ pub fn run_worker(
     } else {
         None
     };
-    let schedule = plan.rate.map(|rate| {
-        Schedule::new(
-            plan.arrival,
-            rate,
-            tl.start_ns,
-            thread,
-            plan.threads,
-            plan.seed,
-        )
-    });
-    let stats = ThreadStats::new(
-        tl.window_start_ns,
-        plan.interval_ns,
-        plan.interval_count(),
-        open,
-    );
+    let pace = Pacer::for_thread(&plan, tl, thread);
+    let stats = pace.thread_stats(&plan);
     let scan_period_ns = (plan.timeout_ns / 20).clamp(1_000_000, MAX_POLL_NS);
-    let plan_spin = (
-        plan.spin_ns,
-        plan.rate.map(|r| 1e9 * plan.threads as f64 / r),
-    );
-    let plan_quota = plan.requests_of(thread);
+    let spin_ns = thread_spin_ns(&plan);
     let mut w = Worker {
         plan,
-        tl,
+        pace,
         poll,
         timer,
         conns,
         available: Vec::new(),
-        backlog: VecDeque::new(),
         retries: VecDeque::new(),
-        schedule,
         stats,
-        outstanding: 0,
-        stopped: false,
-        quota: plan_quota,
         scratch: vec![0u8; 64 * 1024],
         next_scan_ns: 0,
         scan_period_ns,
-        spin_ns: effective_spin_ns(&plan_spin),
-        window_clock: None,
-        window_usage: None,
-        censored_done: false,
+        spin_ns,
         liveness,
         watch: Watch::default(),
     };
@@ -167,7 +116,7 @@ pub fn run_worker(
     w.stats.wall_ns = wall;
     w.stats.finish();
     // Only an interrupted run ends without a window measurement; fall back to the run.
-    let window = w.window_usage.unwrap_or(ThreadUsage {
+    let window = w.pace.window_usage.unwrap_or(ThreadUsage {
         cpu_util: if wall > 0 {
             cpu.total() / (wall as f64 / 1e9)
         } else {
@@ -181,29 +130,12 @@ pub fn run_worker(
     })
 }
 
-/// Spin only when the gap between this thread's sends is at least 10x the spin window,
-/// so busy-polling costs at most ~10% of a core and never pegs a thread at high rates.
-fn effective_spin_ns(&(spin_ns, thread_period_ns): &(u64, Option<f64>)) -> u64 {
-    match thread_period_ns {
-        Some(period) if period >= 10.0 * spin_ns as f64 => spin_ns,
-        _ => 0,
-    }
-}
-
 impl Worker {
-    fn open_loop(&self) -> bool {
-        self.schedule.is_some()
-    }
-
-    fn in_window(&self, t: u64) -> bool {
-        t >= self.tl.window_start_ns && t < self.tl.window_end_ns
-    }
-
     fn run(&mut self) -> io::Result<()> {
         let mut events = Events::with_capacity(1024);
         let now = mono_ns();
         self.next_scan_ns = now + self.scan_period_ns;
-        if self.open_loop() {
+        if self.pace.open_loop() {
             self.available = (0..self.conns.len()).rev().collect();
         } else {
             for i in 0..self.conns.len() {
@@ -222,24 +154,23 @@ impl Worker {
                 self.liveness.declare_lost(message);
                 return Ok(());
             }
-            if !self.censored_done && now >= self.tl.window_end_ns {
-                self.censor_unanswered();
+            if !self.pace.censored_done && now >= self.pace.tl.window_end_ns {
+                let pending = self.conns.iter().filter_map(|c| c.req);
+                self.pace.censor_unanswered(pending, &mut self.stats);
             }
-            self.track_window(now);
-            if self.open_loop() && !self.stopped {
+            self.pace.track_window(now, &mut self.stats);
+            if self.pace.open_loop() && !self.pace.stopped {
                 // a worker that wakes late past the window's end still sends what was due inside
                 // it (with its lag), so the window holds exactly rate x duration sends
                 now = self.dispatch_due(now);
             }
-            if !self.stopped && now >= self.tl.window_end_ns {
-                self.stopped = true;
-            }
-            if self.stopped && self.outstanding == 0 {
-                return Ok(());
-            }
-            if now >= self.tl.hard_end_ns {
-                self.abandon_outstanding(now);
-                return Ok(());
+            match self.pace.settle(now) {
+                Settle::Running => {}
+                Settle::Done => return Ok(()),
+                Settle::Abandon => {
+                    self.abandon_outstanding();
+                    return Ok(());
+                }
             }
             if now >= self.next_scan_ns {
                 self.scan_timeouts(now);
@@ -266,61 +197,13 @@ impl Worker {
         }
     }
 
-    /// The window has ended: requests sent (or, open loop, due) before it started and still
-    /// unanswered are accounted for by no response or error of the window, so they would
-    /// vanish from the round. Each becomes a censored latency sample at its age at the end
-    /// of the window (a lower bound of its latency). Requests of the window are still
-    /// awaited (drain) and end as a response or an error.
-    fn censor_unanswered(&mut self) {
-        self.censored_done = true;
-        let end = self.tl.window_end_ns;
-        let pending = self.conns.iter().filter_map(|c| c.req);
-        for r in pending.chain(self.backlog.iter().copied()) {
-            if !r.in_window && r.intended_ns < self.tl.window_start_ns {
-                self.stats.censor(r.intended_ns, end);
-            }
-        }
-    }
-
-    /// Snapshot this thread's clocks at the window's start and end. A thread saturated over
-    /// the window then drops what is still in its queue instead of spending the drain
-    /// (up to `--timeout`) on requests it could not send in time.
-    fn track_window(&mut self, now: u64) {
-        if self.window_clock.is_none() {
-            if now >= self.tl.window_start_ns {
-                self.window_clock = Some(ThreadClock::now(now));
-            }
-            return;
-        }
-        if self.window_usage.is_some() || now < self.tl.window_end_ns {
-            return;
-        }
-        let start = self.window_clock.expect("checked above");
-        let usage = start.usage_until(&ThreadClock::now(now));
-        self.window_usage = Some(usage);
-        if self.open_loop() && thread_saturated(true, &usage) {
-            while let Some(r) = self.backlog.pop_front() {
-                self.finish_error(r, ErrorKind::QueueTimeout, now);
-            }
-        }
-    }
-
     /// How long epoll may sleep; arms the precise timer for the next send.
     fn poll_timeout(&mut self, now: u64) -> io::Result<Option<std::time::Duration>> {
-        let mut wake = self
-            .next_scan_ns
-            .min(self.tl.hard_end_ns)
-            .min(now + MAX_POLL_NS);
-        if self.window_clock.is_none() {
-            wake = wake.min(self.tl.window_start_ns);
-        }
-        if !self.stopped {
-            wake = wake.min(self.tl.window_end_ns);
-        }
+        let mut wake = self.pace.wake_by(now, self.next_scan_ns, MAX_POLL_NS);
         if let Some(&i) = self.retries.front() {
             wake = wake.min(self.conns[i].retry_at_ns);
         }
-        if let (Some(sched), false) = (&self.schedule, self.stopped) {
+        if let (Some(sched), false) = (&self.pace.schedule, self.pace.stopped) {
             // Within the spin window, busy-poll epoll (zero timeout) so responses are still
             // read and timestamped while we wait for the send time.
             let wake_at = sched.peek().saturating_sub(self.spin_ns);
@@ -338,47 +221,13 @@ impl Worker {
 
     /// Open loop: hand out every request whose intended time has come.
     fn dispatch_due(&mut self, now: u64) -> u64 {
-        loop {
-            let Some(sched) = &mut self.schedule else {
-                return now;
-            };
-            let due = sched.peek();
-            if due > now {
-                return now;
-            }
-            if due >= self.tl.window_end_ns {
-                self.stopped = true;
-                return now;
-            }
-            if !self.take_quota() {
-                self.stopped = true;
-                return now;
-            }
-            let Some(sched) = &mut self.schedule else {
-                return now;
-            };
-            sched.advance();
-            let in_window = self.in_window(due);
-            if in_window {
-                self.stats.scheduled += 1;
-                hist::record(&mut self.stats.lag, now - due);
-                self.outstanding += 1;
-            }
-            let req = InFlight {
-                intended_ns: due,
-                sent_ns: 0,
-                in_window,
-            };
+        while let Some(req) = self.pace.next_due(now, &mut self.stats) {
             match self.take_available() {
                 Some(i) => self.assign(i, req, now),
-                None => {
-                    if in_window {
-                        self.stats.queued += 1;
-                    }
-                    self.backlog.push_back(req);
-                }
+                None => self.pace.queue(req, &mut self.stats),
             }
         }
+        now
     }
 
     fn take_available(&mut self) -> Option<usize> {
@@ -407,7 +256,7 @@ impl Worker {
             }
             ConnState::Busy => {
                 req.sent_ns = 0;
-                self.backlog.push_front(req);
+                self.pace.backlog.push_front(req);
             }
         }
     }
@@ -456,8 +305,8 @@ impl Worker {
         self.close_conn(i);
         let req = self.conns[i].req.take();
         match req {
-            Some(r) => self.finish_error(r, kind, now),
-            None if self.in_window(now) => self.stats.error(kind, now),
+            Some(r) => self.finish_error(r, kind),
+            None if self.pace.in_window(now) => self.stats.error(kind, now),
             None => {}
         }
         self.conns[i].retry_at_ns = now + CONNECT_BACKOFF_NS;
@@ -554,9 +403,9 @@ impl Worker {
         if req.in_window {
             self.stats
                 .response(req.intended_ns, req.sent_ns, done, status);
-            self.outstanding -= 1;
+            self.pace.outstanding -= 1;
         }
-        if self.in_window(done) {
+        if self.pace.in_window(done) {
             self.stats.completion(done);
         }
         if keep_alive && !self.plan.new_connection_per_request {
@@ -588,16 +437,13 @@ impl Worker {
         let req = self.conns[i].req.take();
         self.close_conn(i);
         if let Some(r) = req {
-            self.finish_error(r, kind, now);
+            self.finish_error(r, kind);
         }
         self.next_work(i, now);
     }
 
-    fn finish_error(&mut self, req: InFlight, kind: ErrorKind, _now: u64) {
-        if req.in_window {
-            self.stats.error(kind, req.intended_ns);
-            self.outstanding -= 1;
-        }
+    fn finish_error(&mut self, req: InFlight, kind: ErrorKind) {
+        self.pace.finish_error(req, kind, &mut self.stats);
     }
 
     /// Connection `i` is free: give it the next request, or keep it ready.
@@ -605,11 +451,11 @@ impl Worker {
         if self.conns[i].retry_at_ns > now && self.conns[i].state == ConnState::Disconnected {
             return; // still backing off; run_retries brings it back
         }
-        if self.open_loop() {
-            if let Some(req) = self.backlog.pop_front() {
+        if self.pace.open_loop() {
+            if let Some(req) = self.pace.backlog.pop_front() {
                 return self.assign(i, req, now);
             }
-            let eager = !self.plan.new_connection_per_request && !self.stopped;
+            let eager = !self.plan.new_connection_per_request && !self.pace.stopped;
             if self.conns[i].state == ConnState::Disconnected && eager {
                 self.connect(i, now);
                 if self.conns[i].state == ConnState::Disconnected {
@@ -622,36 +468,11 @@ impl Worker {
         }
     }
 
-    /// Count one more request against `--requests`; false once the count is used up.
-    fn take_quota(&mut self) -> bool {
-        match &mut self.quota {
-            Some(0) => false,
-            Some(left) => {
-                *left -= 1;
-                true
-            }
-            None => true,
-        }
-    }
-
+    /// Closed loop: connection `i` sends the next request, unless the window or the quota has ended.
     fn closed_next(&mut self, i: usize, now: u64) {
-        if self.stopped || now >= self.tl.window_end_ns || !self.take_quota() {
-            self.stopped = true;
-            return;
+        if let Some(req) = self.pace.closed_request(now) {
+            self.assign(i, req, now);
         }
-        let in_window = self.in_window(now);
-        if in_window {
-            self.outstanding += 1;
-        }
-        self.assign(
-            i,
-            InFlight {
-                intended_ns: now,
-                sent_ns: 0,
-                in_window,
-            },
-            now,
-        );
     }
 
     fn close_conn(&mut self, i: usize) {
@@ -677,45 +498,16 @@ impl Worker {
                 _ => {}
             }
         }
-        while let Some(r) = self.backlog.front().copied() {
-            if r.intended_ns + timeout > now {
-                break;
-            }
-            self.backlog.pop_front();
-            self.finish_error(r, ErrorKind::QueueTimeout, now);
-        }
+        self.pace.expire_backlog(now, timeout, &mut self.stats);
     }
 
     /// The hard end has come: whatever is still outstanding timed out.
-    fn abandon_outstanding(&mut self, now: u64) {
+    fn abandon_outstanding(&mut self) {
         for i in 0..self.conns.len() {
             if let Some(r) = self.conns[i].req.take() {
-                self.finish_error(r, ErrorKind::Timeout, now);
+                self.finish_error(r, ErrorKind::Timeout);
             }
         }
-        while let Some(r) = self.backlog.pop_front() {
-            self.finish_error(r, ErrorKind::QueueTimeout, now);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::effective_spin_ns;
-
-    #[test]
-    fn spin_only_when_sends_are_far_apart() {
-        assert_eq!(
-            effective_spin_ns(&(50_000, Some(1_000_000.0))),
-            50_000,
-            "1000 rps per thread"
-        );
-        assert_eq!(
-            effective_spin_ns(&(50_000, Some(100_000.0))),
-            0,
-            "10k rps per thread"
-        );
-        assert_eq!(effective_spin_ns(&(50_000, None)), 0, "closed loop");
-        assert_eq!(effective_spin_ns(&(0, Some(1e9))), 0);
+        self.pace.abandon_backlog(&mut self.stats);
     }
 }
