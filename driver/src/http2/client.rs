@@ -4,7 +4,6 @@
 
 use std::future::Future;
 use std::net::{SocketAddr, TcpStream};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
@@ -16,18 +15,14 @@ use super::worker::{
 };
 use crate::clock::mono_ns;
 use crate::exit::Failure;
-use crate::health::process_cpu;
 use crate::load::liveness::Liveness;
-use crate::load::pacer::Timeline;
 use crate::load::plan::Plan;
+use crate::load::run_clock::{Preflight, RunClock};
 use crate::load::signal;
 use crate::load::stats::{ErrorKind, ThreadStats, ERROR_NAMES};
 use crate::load::tls_conn::TlsConn;
 use crate::load::tls_stats::TlsStats;
-use crate::report::{Document, GrpcDoc, Http2Doc, RunFacts};
-
-/// Grace after the last timeout before outstanding requests are abandoned.
-const DRAIN_GRACE_NS: u64 = 100_000_000;
+use crate::report::{Document, GrpcDoc, Http2Doc};
 
 /// Measure an HTTP/2 (or gRPC) target: the counterpart of [`crate::load::run_http`]'s
 /// measurement for `--http2`/`--grpc`.
@@ -51,8 +46,10 @@ pub fn measure(mut plan: Plan, addrs: &[SocketAddr], target: &str) -> Result<Doc
         return Err(unreachable(last_err.expect("at least one address")));
     };
     let url = plan.url.display();
-    let mut pre_tls = TlsStats::default();
-    let mut sockets = 1;
+    let mut pre = Preflight {
+        sockets: 1,
+        tls: TlsStats::default(),
+    };
     let mut handshake = |stream: &mut TcpStream| -> Result<Option<TlsConn>, Failure> {
         let Some(tls) = &plan.tls else {
             return Ok(None);
@@ -65,7 +62,7 @@ pub fn measure(mut plan: Plan, addrs: &[SocketAddr], target: &str) -> Result<Doc
             }
         })?;
         if let Some(h) = conn.finished.take() {
-            pre_tls.handshake(&h, None);
+            pre.tls.handshake(&h, None);
         }
         check_alpn(&conn.session)
             .map_err(|f| Failure::protocol(format!("{url}: {}", f.message)))?;
@@ -77,7 +74,7 @@ pub fn measure(mut plan: Plan, addrs: &[SocketAddr], target: &str) -> Result<Doc
     for t in 0..plan.threads {
         let mut conns = Vec::with_capacity(plan.connections_of(t));
         for _ in 0..plan.connections_of(t) {
-            sockets += 1;
+            pre.sockets += 1;
             let mut s = TcpStream::connect_timeout(&plan.addr, timeout).map_err(unreachable)?;
             let _ = s.set_nodelay(true);
             let tls = handshake(&mut s)?;
@@ -85,7 +82,7 @@ pub fn measure(mut plan: Plan, addrs: &[SocketAddr], target: &str) -> Result<Doc
         }
         per_thread.push(conns);
     }
-    run(Arc::new(plan), per_thread, sockets, pre_tls)
+    run(Arc::new(plan), per_thread, pre)
 }
 
 /// How a failure before the run ends the process: TLS (6), unreachable (3), or the target
@@ -189,8 +186,7 @@ fn probe(plan: &Plan, stream: TcpStream, tls: Option<TlsConn>) -> Result<(), Fai
 fn run(
     plan: Arc<Plan>,
     per_thread: Vec<Vec<Preconnected>>,
-    sockets: u64,
-    pre_tls: TlsStats,
+    pre: Preflight,
 ) -> Result<Document, Failure> {
     signal::install();
     let liveness = Arc::new(Liveness::new(mono_ns()));
@@ -215,16 +211,8 @@ fn run(
             break; // a thread failed; its error comes with the join below
         }
     }
-    let cpu_before = process_cpu();
-    let start_ns = mono_ns() + 5_000_000;
-    let window_start_ns = start_ns + plan.warmup_ns;
-    let window_end_ns = window_start_ns + plan.duration_ns;
-    let tl = Timeline {
-        start_ns,
-        window_start_ns,
-        window_end_ns,
-        hard_end_ns: window_end_ns + plan.timeout_ns + DRAIN_GRACE_NS,
-    };
+    let clock = RunClock::start(&plan);
+    let tl = clock.tl;
     for s in &starts {
         let _ = s.send(tl);
     }
@@ -251,26 +239,7 @@ fn run(
             Err(_) => failure = Some(Failure::other("worker thread panicked")),
         }
     }
-    if signal::INTERRUPTED.load(Ordering::Relaxed) {
-        return Err(Failure::interrupted());
-    }
-    if let Some(message) = liveness.lost_message() {
-        return Err(Failure::vanished(message));
-    }
-    if let Some(f) = failure {
-        return Err(f);
-    }
-    let wall_s = (mono_ns() - start_ns) as f64 / 1e9;
-    let cpu = process_cpu().since(cpu_before);
-    let mut stats = merged.ok_or_else(|| Failure::other("no worker threads"))?;
-    stats.tls.merge(&pre_tls);
-    stats.finish();
-    let facts = RunFacts {
-        cpu,
-        wall_s,
-        threads: utils,
-        preflight_sockets: sockets,
-    };
+    let (stats, facts) = clock.finish(merged, failure, &liveness, &pre, utils)?;
     let mut doc = Document::build(&plan, &stats, &facts);
     let h2plan = plan.http2.as_ref().expect("an HTTP/2 plan");
     doc.http2 = Some(Http2Doc {

@@ -95,6 +95,33 @@ impl<T: AsyncWrite + Unpin> Write for SyncIo<'_, '_, T> {
     }
 }
 
+/// Bytes read from a socket before it was handed over, served to the next reads first.
+struct Replay {
+    bytes: Vec<u8>,
+    pos: usize,
+}
+
+impl Replay {
+    fn new(bytes: Vec<u8>) -> Self {
+        Self { bytes, pos: 0 }
+    }
+
+    /// Serve what is left into `buf`; false when nothing is left.
+    fn serve(&mut self, buf: &mut ReadBuf<'_>) -> bool {
+        if self.pos >= self.bytes.len() {
+            return false;
+        }
+        let n = buf.remaining().min(self.bytes.len() - self.pos);
+        buf.put_slice(&self.bytes[self.pos..self.pos + n]);
+        self.pos += n;
+        if self.pos == self.bytes.len() {
+            self.bytes = Vec::new();
+            self.pos = 0;
+        }
+        true
+    }
+}
+
 /// A rustls connection (client or server) over a tokio TCP stream.
 pub struct TlsIo<C> {
     /// The socket.
@@ -102,8 +129,7 @@ pub struct TlsIo<C> {
     /// The TLS session.
     pub session: C,
     /// Plaintext already decrypted before the hand-over, served first.
-    pre: Vec<u8>,
-    pre_pos: usize,
+    pre: Replay,
     /// The first byte the peer sent (to tell a cleartext answer from TLS).
     pub first_byte: Option<u8>,
     /// Why the TLS layer failed, when it did.
@@ -121,8 +147,7 @@ where
         Self {
             tcp,
             session,
-            pre,
-            pre_pos: 0,
+            pre: Replay::new(pre),
             first_byte: None,
             error: None,
             wire,
@@ -215,14 +240,7 @@ where
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.pre_pos < this.pre.len() {
-            let n = buf.remaining().min(this.pre.len() - this.pre_pos);
-            buf.put_slice(&this.pre[this.pre_pos..this.pre_pos + n]);
-            this.pre_pos += n;
-            if this.pre_pos == this.pre.len() {
-                this.pre = Vec::new();
-                this.pre_pos = 0;
-            }
+        if this.pre.serve(buf) {
             return Poll::Ready(Ok(()));
         }
         loop {
@@ -323,8 +341,7 @@ where
 pub struct PlainIo {
     /// The socket.
     pub tcp: TcpStream,
-    pre: Vec<u8>,
-    pre_pos: usize,
+    pre: Replay,
     wire: Option<Arc<Wire>>,
 }
 
@@ -333,8 +350,7 @@ impl PlainIo {
     pub fn new(tcp: TcpStream, pre: Vec<u8>, wire: Option<Arc<Wire>>) -> Self {
         Self {
             tcp,
-            pre,
-            pre_pos: 0,
+            pre: Replay::new(pre),
             wire,
         }
     }
@@ -347,14 +363,7 @@ impl AsyncRead for PlainIo {
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
         let this = self.get_mut();
-        if this.pre_pos < this.pre.len() {
-            let n = buf.remaining().min(this.pre.len() - this.pre_pos);
-            buf.put_slice(&this.pre[this.pre_pos..this.pre_pos + n]);
-            this.pre_pos += n;
-            if this.pre_pos == this.pre.len() {
-                this.pre = Vec::new();
-                this.pre_pos = 0;
-            }
+        if this.pre.serve(buf) {
             return Poll::Ready(Ok(()));
         }
         let before = buf.filled().len();

@@ -4,6 +4,7 @@ pub mod conn;
 pub mod liveness;
 pub mod pacer;
 pub mod plan;
+pub mod run_clock;
 pub mod schedule;
 pub mod signal;
 pub mod stats;
@@ -13,26 +14,20 @@ pub mod worker;
 
 use std::io::Write;
 use std::net::TcpStream;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::cli::HttpOpts;
-use crate::clock::mono_ns;
 use crate::exit::Failure;
-use crate::health::process_cpu;
-use crate::report::{Document, RunFacts};
+use crate::report::Document;
 use conn::ClientConn;
 use liveness::Liveness;
-use pacer::Timeline;
 use plan::Plan;
+use run_clock::{Preflight, RunClock};
 use stats::ThreadStats;
 use tls_conn::TlsConn;
 use tls_stats::TlsStats;
 use worker::run_worker;
-
-/// Grace after the last timeout before outstanding requests are abandoned.
-const DRAIN_GRACE_NS: u64 = 100_000_000;
 
 /// Run a load test from parsed options and print/write the result.
 pub fn run_http(opts: &HttpOpts) -> Result<(), Failure> {
@@ -64,13 +59,6 @@ pub fn run_http(opts: &HttpOpts) -> Result<(), Failure> {
         .and_then(|_| stdout.flush())
         .map_err(|e| Failure::other(e.to_string()))?;
     Ok(())
-}
-
-/// What the connections opened before the clock cost: sockets and TLS handshakes.
-#[derive(Default)]
-struct Preflight {
-    sockets: u64,
-    tls: TlsStats,
 }
 
 /// Open every keep-alive connection before the clock starts (one probe connection for
@@ -164,17 +152,9 @@ fn measure(
     pre: Preflight,
 ) -> Result<Document, Failure> {
     signal::install();
-    let cpu_before = process_cpu();
-    let start_ns = mono_ns() + 5_000_000;
-    let window_start_ns = start_ns + plan.warmup_ns;
-    let window_end_ns = window_start_ns + plan.duration_ns;
-    let tl = Timeline {
-        start_ns,
-        window_start_ns,
-        window_end_ns,
-        hard_end_ns: window_end_ns + plan.timeout_ns + DRAIN_GRACE_NS,
-    };
-    let liveness = Arc::new(Liveness::new(start_ns));
+    let clock = RunClock::start(&plan);
+    let tl = clock.tl;
+    let liveness = Arc::new(Liveness::new(tl.start_ns));
     let mut handles = Vec::with_capacity(plan.threads);
     for (t, conns) in per_thread.into_iter().enumerate() {
         let plan = Arc::clone(&plan);
@@ -201,25 +181,6 @@ fn measure(
             Err(_) => failure = Some(Failure::other("worker thread panicked")),
         }
     }
-    if signal::INTERRUPTED.load(Ordering::Relaxed) {
-        return Err(Failure::interrupted());
-    }
-    if let Some(message) = liveness.lost_message() {
-        return Err(Failure::vanished(message));
-    }
-    if let Some(f) = failure {
-        return Err(f);
-    }
-    let wall_s = (mono_ns() - start_ns) as f64 / 1e9;
-    let cpu = process_cpu().since(cpu_before);
-    let mut stats = merged.ok_or_else(|| Failure::other("no worker threads"))?;
-    stats.tls.merge(&pre.tls);
-    stats.finish();
-    let facts = RunFacts {
-        cpu,
-        wall_s,
-        threads: utils,
-        preflight_sockets: pre.sockets,
-    };
+    let (stats, facts) = clock.finish(merged, failure, &liveness, &pre, utils)?;
     Ok(Document::build(&plan, &stats, &facts))
 }
