@@ -5,76 +5,8 @@
 
 mod common;
 
-use std::path::PathBuf;
-
-use common::{assert_schema_valid, run, Echo};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
-
-/// A test CA and a server certificate (localhost, 127.0.0.1) as PEM files in a temporary
-/// folder removed on drop.
-struct Pki {
-    dir: PathBuf,
-}
-
-impl Pki {
-    fn new(tag: &str) -> Pki {
-        let dir = std::env::temp_dir().join(format!("netperf-h2-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-        let issuer = Issuer::new(ca_params, ca_key);
-        std::fs::write(dir.join("ca.pem"), ca_cert.pem()).unwrap();
-        let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
-            .unwrap()
-            .signed_by(&key, &issuer)
-            .unwrap();
-        std::fs::write(dir.join("server.pem"), cert.pem()).unwrap();
-        std::fs::write(dir.join("server.key"), key.serialize_pem()).unwrap();
-        Pki { dir }
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.dir.join(name).to_string_lossy().into_owned()
-    }
-
-    fn echo(&self, extra: &[&str]) -> Echo {
-        let (cert, key) = (self.path("server.pem"), self.path("server.key"));
-        let mut args = vec!["--tls-cert", &cert, "--tls-key", &key];
-        args.extend_from_slice(extra);
-        Echo::start(&args)
-    }
-}
-
-impl Drop for Pki {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn https(echo: &Echo, path: &str) -> String {
-    format!("https://127.0.0.1:{}{path}", echo.port)
-}
-
-/// Run the driver with `--json` and return the document (asserting exit 0 and the schema).
-fn measure(args: &[&str]) -> serde_json::Value {
-    let mut argv = vec!["http"];
-    argv.extend_from_slice(args);
-    argv.extend_from_slice(&["--json", "-t", "1"]);
-    let r = run(&argv);
-    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
-    let doc = r.json();
-    assert_schema_valid(&doc);
-    doc
-}
-
-fn count(doc: &serde_json::Value, pointer: &str) -> u64 {
-    doc.pointer(pointer)
-        .and_then(|v| v.as_u64())
-        .unwrap_or_else(|| panic!("{pointer} missing in {doc}"))
-}
+use common::pki::{https, Pki};
+use common::{count, measure, run, Echo};
 
 fn errors(doc: &serde_json::Value) -> Vec<(String, u64)> {
     doc["summary"]["errors"]

@@ -3,93 +3,14 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{assert_schema_valid, run, Echo};
-use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+use common::pki::{https, Pki};
+use common::{assert_schema_valid, count, run, Echo};
 
-/// A test CA with a server certificate (localhost, 127.0.0.1) and a client certificate, as
-/// PEM files in a temporary folder removed on drop. All keys are ECDSA P-256.
-struct Pki {
-    dir: PathBuf,
-}
-
-impl Pki {
-    fn new(tag: &str) -> Pki {
-        let dir = std::env::temp_dir().join(format!("netperf-tls-{tag}-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
-        let issuer = Issuer::new(ca_params, ca_key);
-        let write = |name: &str, text: String| std::fs::write(dir.join(name), text).unwrap();
-        write("ca.pem", ca_cert.pem());
-        for (name, sans) in [
-            (
-                "server",
-                vec!["localhost".to_string(), "127.0.0.1".to_string()],
-            ),
-            ("client", vec!["client.test".to_string()]),
-        ] {
-            let key = KeyPair::generate().unwrap();
-            let cert = CertificateParams::new(sans)
-                .unwrap()
-                .signed_by(&key, &issuer)
-                .unwrap();
-            write(&format!("{name}.pem"), cert.pem());
-            write(&format!("{name}.key"), key.serialize_pem());
-        }
-        // a CA nobody trusts, for the unknown-CA case
-        let other_key = KeyPair::generate().unwrap();
-        let mut other = CertificateParams::new(Vec::<String>::new()).unwrap();
-        other
-            .distinguished_name
-            .push(rcgen::DnType::CommonName, "untrusted CA");
-        other.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        write("other-ca.pem", other.self_signed(&other_key).unwrap().pem());
-        Pki { dir }
-    }
-
-    fn path(&self, name: &str) -> String {
-        self.dir.join(name).to_string_lossy().into_owned()
-    }
-
-    /// A TLS echo server (extra args appended).
-    fn echo(&self, extra: &[&str]) -> Echo {
-        let (cert, key) = (self.path("server.pem"), self.path("server.key"));
-        let mut args = vec!["--tls-cert", &cert, "--tls-key", &key];
-        args.extend_from_slice(extra);
-        Echo::start(&args)
-    }
-}
-
-impl Drop for Pki {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn https(echo: &Echo, path: &str) -> String {
-    format!("https://127.0.0.1:{}{path}", echo.port)
-}
-
-/// Run the driver with `--json` and return the document (asserting exit 0 and the schema).
+/// `common::measure` within 5 s.
 fn measure(args: &[&str]) -> serde_json::Value {
-    let mut argv = vec!["http"];
-    argv.extend_from_slice(args);
-    argv.extend_from_slice(&["--json", "-t", "1", "-d", "5s"]);
-    let r = run(&argv);
-    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
-    let doc = r.json();
-    assert_schema_valid(&doc);
-    doc
-}
-
-fn count(doc: &serde_json::Value, pointer: &str) -> u64 {
-    doc.pointer(pointer)
-        .and_then(|v| v.as_u64())
-        .unwrap_or_else(|| panic!("{pointer} missing in {doc}"))
+    common::measure(&[args, &["-d", "5s"]].concat())
 }
 
 #[test]

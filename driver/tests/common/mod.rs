@@ -1,6 +1,8 @@
 //! Helpers for integration tests: run the real binary, start real echo servers / nginx.
 #![allow(dead_code)]
 
+pub mod pki;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
@@ -206,4 +208,24 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// Run the driver's `http` with `args`, `--json` and one thread; the document (asserting
+/// exit 0 and the schema).
+pub fn measure(args: &[&str]) -> serde_json::Value {
+    let mut argv = vec!["http"];
+    argv.extend_from_slice(args);
+    argv.extend_from_slice(&["--json", "-t", "1"]);
+    let r = run(&argv);
+    assert_eq!(r.code, 0, "stderr: {}", r.stderr);
+    let doc = r.json();
+    assert_schema_valid(&doc);
+    doc
+}
+
+/// The whole number at JSON `pointer` of `doc` (panics naming it when missing).
+pub fn count(doc: &serde_json::Value, pointer: &str) -> u64 {
+    doc.pointer(pointer)
+        .and_then(|v| v.as_u64())
+        .unwrap_or_else(|| panic!("{pointer} missing in {doc}"))
 }
