@@ -17,7 +17,8 @@ use crate::clock::mono_ns;
 use crate::exit::Failure;
 use crate::load::liveness::Liveness;
 use crate::load::plan::Plan;
-use crate::load::run_clock::{Preflight, RunClock};
+use crate::load::preflight::{connect_first, unreachable, Preflight};
+use crate::load::run_clock::RunClock;
 use crate::load::signal;
 use crate::load::stats::{ErrorKind, ThreadStats, ERROR_NAMES};
 use crate::load::tls_conn::TlsConn;
@@ -27,24 +28,9 @@ use crate::report::{Document, GrpcDoc, Http2Doc};
 /// Measure an HTTP/2 (or gRPC) target: the counterpart of [`crate::load::run_http`]'s
 /// measurement for `--http2`/`--grpc`.
 pub fn measure(mut plan: Plan, addrs: &[SocketAddr], target: &str) -> Result<Document, Failure> {
+    let mut first = connect_first(&mut plan, addrs, target)?;
     let timeout = Duration::from_nanos(plan.timeout_ns);
-    let unreachable =
-        |e: std::io::Error| Failure::unreachable(format!("cannot connect to {target}: {e}"));
-    let mut last_err = None;
-    let mut first = None;
-    for addr in addrs {
-        match TcpStream::connect_timeout(addr, timeout) {
-            Ok(s) => {
-                plan.addr = *addr;
-                first = Some(s);
-                break;
-            }
-            Err(e) => last_err = Some(e),
-        }
-    }
-    let Some(mut first) = first else {
-        return Err(unreachable(last_err.expect("at least one address")));
-    };
+    let unreachable = unreachable(target);
     let url = plan.url.display();
     let mut pre = Preflight {
         sockets: 1,

@@ -4,6 +4,7 @@ pub mod conn;
 pub mod liveness;
 pub mod pacer;
 pub mod plan;
+pub mod preflight;
 pub mod run_clock;
 pub mod schedule;
 pub mod signal;
@@ -23,7 +24,8 @@ use crate::report::Document;
 use conn::ClientConn;
 use liveness::Liveness;
 use plan::Plan;
-use run_clock::{Preflight, RunClock};
+use preflight::{connect_first, unreachable, Preflight};
+use run_clock::RunClock;
 use stats::ThreadStats;
 use tls_conn::TlsConn;
 use tls_stats::TlsStats;
@@ -69,25 +71,9 @@ fn preflight(
     addrs: &[std::net::SocketAddr],
     target: &str,
 ) -> Result<(Vec<Vec<ClientConn>>, Preflight), Failure> {
+    let first = connect_first(plan, addrs, target)?;
     let timeout = Duration::from_nanos(plan.timeout_ns);
-    let mut last_err = None;
-    let mut first = None;
-    for addr in addrs {
-        match TcpStream::connect_timeout(addr, timeout) {
-            Ok(s) => {
-                plan.addr = *addr;
-                first = Some(s);
-                break;
-            }
-            Err(e) => last_err = Some(e),
-        }
-    }
-    let unreachable =
-        |e: std::io::Error| Failure::unreachable(format!("cannot connect to {target}: {e}"));
-    let first = match first {
-        Some(s) => s,
-        None => return Err(unreachable(last_err.expect("at least one address"))),
-    };
+    let unreachable = unreachable(target);
     let mut pre = Preflight {
         sockets: 1,
         tls: TlsStats::default(),

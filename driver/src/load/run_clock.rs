@@ -7,9 +7,9 @@ use std::sync::atomic::Ordering;
 use super::liveness::Liveness;
 use super::pacer::Timeline;
 use super::plan::Plan;
+use super::preflight::Preflight;
 use super::signal;
 use super::stats::ThreadStats;
-use super::tls_stats::TlsStats;
 use crate::clock::mono_ns;
 use crate::exit::Failure;
 use crate::health::{process_cpu, CpuTimes, ThreadUsage};
@@ -19,15 +19,6 @@ use crate::report::RunFacts;
 const DRAIN_GRACE_NS: u64 = 100_000_000;
 /// Time the worker threads get between the clock's start and the load's.
 const START_DELAY_NS: u64 = 5_000_000;
-
-/// Connections opened (and TLS handshakes made) before the clock started.
-#[derive(Default)]
-pub struct Preflight {
-    /// Sockets opened, the probe's included.
-    pub sockets: u64,
-    /// Their handshakes (never in the window).
-    pub tls: TlsStats,
-}
 
 /// A run's phases and the process's CPU when its clock started.
 pub struct RunClock {
