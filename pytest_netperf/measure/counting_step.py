@@ -15,6 +15,7 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.measure.counting_pass import CountingPlan, count_tools, counting_problem
 from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
+from pytest_netperf.results.counted import counting_tool
 from pytest_netperf.runtime.resources import usable_cores
 from pytest_netperf.verdict.counted import evaluate_repetitions
 
@@ -63,7 +64,8 @@ class CountingStep:
             candidate, against = m.judged_values(b, self._baseline_lookup)
             if b.comparison == "baseline" and against is None:
                 continue  # NEW: decided with the outcomes
-            m.verdicts[b.text] = evaluate_repetitions(b, candidate, against if b.form == "ratio" else None)
+            floor = counting_tool(metrics.tool_of(b.metric)).named_floor
+            m.verdicts[b.text] = evaluate_repetitions(b, candidate, against if b.form == "ratio" else None, floor=floor)
 
     def _count(self, m: Measurement, series: Series, tools: list[str]) -> None:
         series.counting_error = counting_problem(series.url, series.counter, series.driver)

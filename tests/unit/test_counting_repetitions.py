@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 
 from pytest_netperf.budget.grammar import parse_budget
+from pytest_netperf.budget.metrics import tool_of
 from pytest_netperf.measure.outcomes import BudgetOutcome
 from pytest_netperf.report.counted import counted_notes
 from pytest_netperf.report.failure import FailureContext, failure_text
-from pytest_netperf.results.counted import CountedCost, CountedRun, marginal
+from pytest_netperf.results.counted import CountedCost, CountedRun, counting_tool, marginal
 from pytest_netperf.settings import SettingError, Settings
 from pytest_netperf.verdict.counted import evaluate_repetitions
 from pytest_netperf.verdict.policy import undecided_fails
@@ -98,3 +99,32 @@ def test_the_advice_for_an_undecided_counted_budget_names_the_counting_repetitio
     assert text is not None
     assert "--netperf-counting-repetitions" in text
     assert "--netperf-max-rounds" not in text
+
+
+def test_a_miss_smaller_than_the_named_floor_per_request_is_within_the_counts_resolution() -> None:
+    """CI counted nginx's system calls with two regex locations added at 1.002x [1.000x, 1.003x]
+    of the base (8.016 against 8.0 per request: epoll batching moved with the slower server),
+    a FAIL of ``<= 1.0x base``; no system call changed by the 0.05 per request the report names."""
+    budget = parse_budget(SYSCALLS)
+    candidate, reference = [8.016, 8.018, 8.011], [8.0, 8.004, 8.002]
+    floor = counting_tool(tool_of(budget.metric)).named_floor
+    assert floor == 0.05
+    assert evaluate_repetitions(budget, candidate, reference).status is Status.FAIL  # no floor: every ratio > 1
+    verdict = evaluate_repetitions(budget, candidate, reference, floor=floor)
+    assert verdict.status is Status.PASS
+    assert "misses the budget by 0.0" in verdict.note and "less than 0.05" in verdict.note, verdict.note
+
+
+def test_a_dropped_keep_alive_pool_still_fails_with_the_floor() -> None:
+    budget = parse_budget(SYSCALLS)
+    verdict = evaluate_repetitions(budget, [14.0, 14.01, 14.0], [8.0, 8.004, 8.002], floor=0.05)
+    assert verdict.status is Status.FAIL and "misses the budget" not in verdict.note
+
+
+def test_an_instruction_budget_keeps_its_resolution_of_one_instruction() -> None:
+    """1.5% over a 1.01x budget on ~25k instructions is ~125 instructions per request: a FAIL."""
+    budget = parse_budget("instructions_per_request[edge] <= 1.01x base")
+    floor = counting_tool(tool_of(budget.metric)).named_floor
+    assert floor == 1.0
+    verdict = evaluate_repetitions(budget, [25_470.0, 25_472.0], [25_000.0, 25_001.0], floor=floor)
+    assert verdict.status is Status.FAIL
