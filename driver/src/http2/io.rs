@@ -14,6 +14,9 @@ use std::task::{Context, Poll};
 use rustls::{ConnectionCommon, SideData};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
+use tokio_util::either::Either;
+
+use crate::tls::diagnose::Sniff;
 
 /// Bytes of the first read kept by [`Wire`].
 const SNIFF: usize = 16;
@@ -213,22 +216,6 @@ where
     }
 }
 
-/// Records the first byte read (through rustls's `read_tls`).
-struct Sniff<'a, R> {
-    inner: &'a mut R,
-    first: &'a mut Option<u8>,
-}
-
-impl<R: Read> Read for Sniff<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if n > 0 && self.first.is_none() {
-            *self.first = Some(buf[0]);
-        }
-        Ok(n)
-    }
-}
-
 impl<C, SD> AsyncRead for TlsIo<C>
 where
     C: DerefMut<Target = ConnectionCommon<SD>> + Unpin,
@@ -415,82 +402,9 @@ impl AsyncWrite for PlainIo {
     }
 }
 
-/// Either transport, as one type for `h2`'s generic connection.
-pub enum Io<C> {
-    /// Cleartext (h2c).
-    Plain(PlainIo),
-    /// TLS (h2).
-    Tls(Box<TlsIo<C>>),
-}
-
-impl<C, SD> AsyncRead for Io<C>
-where
-    C: DerefMut<Target = ConnectionCommon<SD>> + Unpin,
-    SD: SideData,
-{
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Plain(p) => Pin::new(p).poll_read(cx, buf),
-            Io::Tls(t) => Pin::new(&mut **t).poll_read(cx, buf),
-        }
-    }
-}
-
-impl<C, SD> AsyncWrite for Io<C>
-where
-    C: DerefMut<Target = ConnectionCommon<SD>> + Unpin,
-    SD: SideData,
-{
-    fn poll_write(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Io::Plain(p) => Pin::new(p).poll_write(cx, buf),
-            Io::Tls(t) => Pin::new(&mut **t).poll_write(cx, buf),
-        }
-    }
-
-    fn poll_write_vectored(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Io::Plain(p) => Pin::new(p).poll_write_vectored(cx, bufs),
-            Io::Tls(t) => {
-                let buf = bufs
-                    .iter()
-                    .find(|b| !b.is_empty())
-                    .map_or(&[][..], |b| &**b);
-                Pin::new(&mut **t).poll_write(cx, buf)
-            }
-        }
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        matches!(self, Io::Plain(_))
-    }
-
-    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Plain(p) => Pin::new(p).poll_flush(cx),
-            Io::Tls(t) => Pin::new(&mut **t).poll_flush(cx),
-        }
-    }
-
-    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Io::Plain(p) => Pin::new(p).poll_shutdown(cx),
-            Io::Tls(t) => Pin::new(&mut **t).poll_shutdown(cx),
-        }
-    }
-}
+/// Either transport, as one type for `h2`'s generic connection: cleartext (h2c) on the left,
+/// TLS (h2) on the right.
+pub type Io<C> = Either<PlainIo, Box<TlsIo<C>>>;
 
 /// A tokio stream from a connected std socket (made non-blocking, Nagle off).
 pub fn tokio_stream(stream: std::net::TcpStream) -> io::Result<TcpStream> {

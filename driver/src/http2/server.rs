@@ -79,8 +79,8 @@ pub async fn serve(h: Handover, settings: Arc<H2Settings>) {
         return;
     };
     let io: Io<ServerConnection> = match h.tls {
-        Some(session) => Io::Tls(Box::new(TlsIo::new(tcp, *session, h.pre, None))),
-        None => Io::Plain(PlainIo::new(tcp, h.pre, None)),
+        Some(session) => Io::Right(Box::new(TlsIo::new(tcp, *session, h.pre, None))),
+        None => Io::Left(PlainIo::new(tcp, h.pre, None)),
     };
     let handshake = h2::server::Builder::new()
         .initial_window_size(super::WINDOW)

@@ -255,10 +255,10 @@ async fn open_connection(plan: Arc<Plan>) -> Result<Established, (Failed, Option
             }
             check_alpn(&tls.session).map_err(|f| (f, None))?;
             let record = handshake_of(&tls.session, connected_ns);
-            (Io::Tls(Box::new(tls)), Some(record))
+            (Io::Right(Box::new(tls)), Some(record))
         }
         None => (
-            Io::Plain(PlainIo::new(tcp, Vec::new(), Some(Arc::clone(&wire)))),
+            Io::Left(PlainIo::new(tcp, Vec::new(), Some(Arc::clone(&wire)))),
             None,
         ),
     };
@@ -283,13 +283,13 @@ pub async fn establish_preconnected(
         .map_err(|e| Failed::new(ErrorKind::Other, format!("socket: {e}")))?;
     let wire = Arc::new(Wire::default());
     let io = match pre.tls {
-        Some(tls) => Io::Tls(Box::new(TlsIo::new(
+        Some(tls) => Io::Right(Box::new(TlsIo::new(
             tcp,
             tls.session,
             Vec::new(),
             Some(Arc::clone(&wire)),
         ))),
-        None => Io::Plain(PlainIo::new(tcp, Vec::new(), Some(Arc::clone(&wire)))),
+        None => Io::Left(PlainIo::new(tcp, Vec::new(), Some(Arc::clone(&wire)))),
     };
     let (send, conn) = h2_handshake(io, &wire, !h2.tls, timeout).await?;
     Ok(Established {
@@ -618,14 +618,7 @@ impl Worker {
             s.limit.saturating_sub(s.active)
         };
         for _ in 0..free {
-            if self.pace.open_loop() {
-                match self.pace.backlog.pop_front() {
-                    Some(req) => self.send(i, req),
-                    None => self.available.push(i),
-                }
-            } else {
-                self.closed_next(i, now);
-            }
+            self.use_free_stream(i, now);
             if self.slots[i].state != SlotState::Up {
                 return;
             }
@@ -953,6 +946,12 @@ impl Worker {
         if s.active >= s.limit {
             return;
         }
+        self.use_free_stream(i, now);
+    }
+
+    /// One free stream of slot `i`: open loop sends the oldest queued request or offers the
+    /// stream; closed loop sends its connection's next request.
+    fn use_free_stream(&mut self, i: usize, now: u64) {
         if self.pace.open_loop() {
             match self.pace.backlog.pop_front() {
                 Some(req) => self.send(i, req),

@@ -9,7 +9,7 @@ use rustls::ClientConnection;
 
 use super::stats::ErrorKind;
 use crate::tls::client::TlsTarget;
-use crate::tls::diagnose::{self, TlsFailure};
+use crate::tls::diagnose::{self, Sniff, TlsFailure};
 
 /// After a TLS 1.3 handshake before the run, how long to wait for the server's verdict on
 /// our client certificate (it comes after the client's Finished, so after the handshake).
@@ -54,22 +54,6 @@ pub struct TlsConn {
     pub finished: Option<Handshake>,
     /// Why the connection failed, when it did.
     pub failure: Option<TlsFailure>,
-}
-
-/// Records the first byte the server sent (to tell a cleartext answer from TLS).
-struct Sniff<'a, R> {
-    inner: &'a mut R,
-    first: &'a mut Option<u8>,
-}
-
-impl<R: Read> Read for Sniff<'_, R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        if n > 0 && self.first.is_none() {
-            *self.first = Some(buf[0]);
-        }
-        Ok(n)
-    }
 }
 
 impl TlsConn {

@@ -1,6 +1,8 @@
 //! Name the cause of a TLS failure: a rejected certificate, a failed handshake, a server that
 //! does not speak TLS (`https://` to a cleartext port), or TLS answering plain HTTP.
 
+use std::io::{self, Read};
+
 use rustls::{AlertDescription, CertificateError, Error};
 
 use crate::load::stats::ErrorKind;
@@ -123,6 +125,23 @@ fn certificate_cause(e: &CertificateError) -> String {
             "not valid yet".into()
         }
         other => format!("{other:?}"),
+    }
+}
+
+/// A reader that records the first byte the peer sent (through rustls's `read_tls`), so a
+/// failed handshake can tell a cleartext answer from TLS records.
+pub struct Sniff<'a, R> {
+    pub inner: &'a mut R,
+    pub first: &'a mut Option<u8>,
+}
+
+impl<R: Read> Read for Sniff<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 && self.first.is_none() {
+            *self.first = Some(buf[0]);
+        }
+        Ok(n)
     }
 }
 
