@@ -9,6 +9,7 @@ import socket
 import ssl
 import subprocess
 import time
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Optional
 
@@ -29,7 +30,8 @@ class LocalEchoServer:
     With ``tls`` (a :class:`~pytest_netperf.runtime.test_ca.SessionCA`) it serves HTTPS with
     the CA's server certificate (and, with ``mutual``, asks for a client certificate of that
     CA); ``url`` is then ``https://`` and the readiness probe is an HTTPS GET that trusts
-    only that CA (presenting its client certificate when ``mutual``).
+    only that CA (presenting its client certificate when ``mutual``). ``extra``: more
+    ``netperf-driver echo`` options (e.g. ``--no-http2``).
     """
 
     def __init__(
@@ -43,10 +45,12 @@ class LocalEchoServer:
         cpus: Optional[str] = None,
         tls: Optional[SessionCA] = None,
         mutual: bool = False,
+        extra: Sequence[str] = (),
     ) -> None:
         if mutual and tls is None:
             raise ValueError("mutual=True needs tls= (the SessionCA whose client certificates to require)")
         self.tls, self.mutual = tls, mutual
+        self.extra = tuple(extra)
         self.listen = listen
         self.cpus = cpus
         self.id = id
@@ -84,7 +88,7 @@ class LocalEchoServer:
             args += ["--threads", str(self.threads)]
         if self.tls is not None:
             args += self.tls.echo_args(self.mutual)
-        return args
+        return args + list(self.extra)
 
     def start(self) -> LocalEchoServer:
         """Start and wait until ready; raises :class:`DriverError` on failure."""

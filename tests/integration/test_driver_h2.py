@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Optional
 
 import jsonschema
 import pytest
@@ -19,6 +20,7 @@ from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.errors import DriverError, DriverNotFoundError
 from pytest_netperf.runtime.commands import find_driver_binary
+from pytest_netperf.runtime.local import LocalEchoServer
 from pytest_netperf.runtime.test_ca import SessionCA
 from pytest_netperf.tls_options import TlsOptions
 
@@ -48,22 +50,11 @@ def ca() -> Iterator[SessionCA]:
         yield authority
 
 
-def _echo(*extra: str) -> Iterator[str]:
-    """An echo server on loopback with ``extra`` arguments; yields its base URL (no slash)."""
-    tls = "--tls-cert" in extra
-    argv = [BINARY, "echo", "--listen", "127.0.0.1:0", "--threads", "1", *extra]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().strip()
-        assert line.startswith("listening on "), line
-        yield f"{'https' if tls else 'http'}://{line.removeprefix('listening on ')}"
-    finally:
-        process.kill()
-        process.wait(timeout=10)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+def _echo(tls: Optional[SessionCA] = None, *extra: str) -> Iterator[str]:
+    """An echo server on loopback (TLS with ``tls``'s certificate) with ``extra`` options;
+    yields its base URL (no slash)."""
+    with LocalEchoServer(binary=BINARY, threads=1, tls=tls, extra=extra) as server:
+        yield server.url
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +64,7 @@ def echo() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def tls_echo(ca: SessionCA) -> Iterator[str]:
-    yield from _echo(*ca.echo_args(False))
+    yield from _echo(ca)
 
 
 def test_h2c_with_streams_per_connection(echo: str) -> None:
@@ -113,12 +104,12 @@ def test_grpc_echo_method(echo: str, tmp_path: Path) -> None:
 
 def test_h2_to_a_server_offering_only_http11_names_it(ca: SessionCA) -> None:
     driver = RustDriver(binary=BINARY)
-    for url in _echo(*ca.echo_args(False), "--no-http2"):
+    for url in _echo(ca, "--no-http2"):
         shape = replace(SHAPE, tls=TlsOptions(ca=str(ca.files.ca)))
         with pytest.raises(DriverError, match=r"exit 7.*ALPN refused: the server offers only http/1\.1"):
             driver.run(url + "/", shape)
         assert driver.run(url + "/", replace(shape, http=None)).ok > 0, "HTTP/1.1 still works"
-    for url in _echo("--no-http2"):
+    for url in _echo(None, "--no-http2"):
         with pytest.raises(DriverError, match=r"does not speak the protocol asked for \(exit 7\).*h2c refused"):
             driver.run(url + "/", SHAPE)
 

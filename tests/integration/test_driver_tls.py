@@ -17,6 +17,7 @@ from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.errors import DriverError, DriverNotFoundError
 from pytest_netperf.measure.load_options import LoadOptionError, check_load_option
 from pytest_netperf.runtime.commands import find_driver_binary
+from pytest_netperf.runtime.local import LocalEchoServer
 from pytest_netperf.runtime.test_ca import SessionCA
 from pytest_netperf.tls_options import TlsOptions
 
@@ -38,19 +39,8 @@ def ca() -> Iterator[SessionCA]:
 
 def _echo(ca: SessionCA, mutual: bool = False) -> Iterator[str]:
     """A TLS echo server on loopback; yields its https:// base URL."""
-    argv = [BINARY, "echo", "--listen", "127.0.0.1:0", "--threads", "1", *ca.echo_args(mutual)]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().strip()
-        assert line.startswith("listening on "), line
-        yield f"https://{line.removeprefix('listening on ')}/"
-    finally:
-        process.kill()
-        process.wait(timeout=10)
-        for stream in (process.stdout, process.stderr):
-            if stream is not None:
-                stream.close()
+    with LocalEchoServer(binary=BINARY, threads=1, tls=ca, mutual=mutual) as server:
+        yield server.url + "/"
 
 
 @pytest.fixture
