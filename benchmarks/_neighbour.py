@@ -39,6 +39,10 @@ REPO = Path(__file__).resolve().parents[1]
 #: The named levels of busy-neighbor and their duty per core.
 LEVELS = {"light": 0.25, "busy": 0.50, "heavy": 0.90}
 IDLE = "idle"
+#: The scenarios of the gate's own tables (issue #38), the default of gate_power.py and
+#: counting_gate_power.py: idle, ``--level busy``, and ``--level heavy --net-pairs 2`` (closest
+#: to other jobs' containers doing network work at load 3-5).
+MATRIX = "idle,busy,heavy:2"
 #: The program's own bound (``--seconds``) is at most this.
 MAX_SECONDS = 7200.0
 
@@ -82,12 +86,12 @@ def parse_scenario(text: str) -> Scenario:
     return Scenario(name, level, int(pairs or 0))
 
 
-def add_neighbour_options(parser: argparse.ArgumentParser, scope: str) -> None:
+def add_neighbour_options(parser: argparse.ArgumentParser, scope: str, default: str = IDLE) -> None:
     """``--neighbour``, ``--neighbour-seconds`` and ``--neighbour-seed``; ``scope`` says what
-    each scenario runs beside (for the help text)."""
+    each scenario runs beside (for the help text), ``default`` the scenarios without the option."""
     parser.add_argument(
         "--neighbour",
-        default=IDLE,
+        default=default,
         help=f"busy-neighbor scenarios, each {scope}: idle, light, busy, heavy, LEVEL:N (N net pairs)",
     )
     parser.add_argument(

@@ -27,9 +27,9 @@ the median seconds to a verdict (both sides' counting passes). A counting pass t
 With --neighbour (a comma list: ``idle``, ``light``, ``busy``, ``heavy``, ``LEVEL:N`` for N
 loopback TCP pairs; see benchmarks/_neighbour.py) each proxy's gates run once per scenario,
 with ``shared/noise/busy-neighbor --level LEVEL`` running throughout them (the stacks are
-stood up before, with no neighbour). The default is ``idle`` alone.
+stood up before, with no neighbour). The default is ``idle,busy,heavy:2``.
 
-Usage: python benchmarks/counting_gate_power.py [--gates 20] [--proxies nginx,haproxy:10,envoy:5,nginx-ka]
+Usage: python benchmarks/counting_gate_power.py [--gates 40] [--proxies nginx,nginx-ka,haproxy:10,envoy:5]
        [--budget 1.005] [--repetitions 3] [--low 200] [--high 1000] [--both-tools]
        [--neighbour idle,busy,heavy:2] [--neighbour-seconds 7200] [--neighbour-seed 1]
 Needs Docker, the local images (`netperf images build`) and Debian's apt for the counting images.
@@ -49,6 +49,7 @@ from pathlib import Path
 
 from _neighbour import (
     IDLE,
+    MATRIX,
     Neighbour,
     NeighbourMissing,
     NeighbourReport,
@@ -302,8 +303,9 @@ def busy_cell(scenario: Scenario, report: NeighbourReport) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gates", type=int, default=20, help="gates per scenario (or proxy:N in --proxies)")
-    parser.add_argument("--proxies", default="nginx,haproxy,envoy,nginx-ka")
+    parser.add_argument("--gates", type=int, default=40, help="gates per scenario (or proxy:N in --proxies)")
+    # one instructions case and one system calls case: the table of issue #38 (haproxy, envoy by name)
+    parser.add_argument("--proxies", default="nginx,nginx-ka", help="cases, each name or name:gates")
     parser.add_argument("--budget", type=float, default=1.005)
     parser.add_argument("--repetitions", type=int, default=3)
     parser.add_argument("--low", type=int, default=200)
@@ -311,7 +313,7 @@ def main() -> None:
     parser.add_argument(
         "--both-tools", action="store_true", help="count instructions and system calls side by side in every pass"
     )
-    add_neighbour_options(parser, "beside every proxy's gates")
+    add_neighbour_options(parser, "beside every proxy's gates", default=MATRIX)
     args = parser.parse_args()
     known = cases(args.budget)
     try:

@@ -35,7 +35,14 @@ loopback TCP pairs; see benchmarks/_neighbour.py) every row runs once per scenar
 ``shared/noise/busy-neighbor --level LEVEL`` running throughout that row's gates (started
 before its first gate, stopped after its last, again if its --neighbour-seconds ran out); the
 calibrations run with no neighbour, so every scenario judges the same injected change. The
-default is ``idle`` alone.
+default is ``idle,busy,heavy:2``.
+
+The defaults are the gate's own table (docs/budgets.md, issue #38): 40 gates per row, each
+design ``auto`` (the plugin's choice for a base twin: simultaneous rounds at a fixed rate,
+alternating ones in a closed loop), the injections calibrated (--calibrate-burn), 1 us of
+burn on both sides of the fixed-rate rows and the pinned layout (both echo containers on
+--sut-cores, the drivers on --driver-cores). Before 2026-11-29 the defaults were 20 gates,
+both designs, no calibration, no fixed burn, the quota layout and ``idle`` alone.
 
 A gate's verdict is its own budget's, after the default final-INCONCLUSIVE policy. Each
 budget lies halfway between no change and the injected regression. On the same rounds the
@@ -46,9 +53,10 @@ A gate is red when it FAILs (an INCONCLUSIVE included when the policy turns it r
 INVALID (a saturated driver, a vanished target): a merge is blocked either way, so the
 table's red rate counts both and gives each count beside it.
 
-Usage: python benchmarks/gate_power.py [--gates 20] [--only cpu,p90,rps] [--design alternate,simultaneous]
-       [--rate 2000] [--arrival poisson|constant] [--calibrate-burn] [--calibration-pairs 32]
-       [--fixed-burn 0] [--rps-placement pinned|quota] [--rps-burn 30] [--driver-cores 0] [--sut-cores 1]
+Usage: python benchmarks/gate_power.py [--gates 40] [--only cpu,p90,rps] [--design auto,alternate,simultaneous]
+       [--rate 2000] [--arrival poisson|constant] [--no-calibrate-burn] [--calibration-pairs 32]
+       [--fixed-burn 1] [--fixed-placement pinned|quota|float|twins] [--rps-placement pinned|quota]
+       [--rps-burn 30] [--driver-cores 0] [--sut-cores 1]
        [--cores 0.25] [--fixed-cores 1] [--skip-aa] [--skip-cut] [--duration 0.5] [--min-rounds 6]
        [--max-rounds alternate:32,simultaneous:64] [--rounds-out rounds.jsonl]
        [--neighbour idle,busy,heavy:2] [--neighbour-seconds 7200] [--neighbour-seed 1]
@@ -72,6 +80,7 @@ from typing import Optional
 
 from _neighbour import (
     IDLE,
+    MATRIX,
     Neighbour,
     NeighbourMissing,
     NeighbourReport,
@@ -132,6 +141,16 @@ CPU_PERIOD_US = 100_000
 PINNED, QUOTA, FLOAT, TWINS = "pinned", "quota", "float", "twins"
 
 
+def resolve_design(design: str, group: str) -> str:
+    """The design a gate of ``group`` runs: ``auto`` is the plugin's choice for a target and its
+    base twin (each on containers of its own), simultaneous at a fixed rate (cpu, p90) and
+    alternate in a closed loop (rps), where a loaded-together pair would split the cores
+    between them (pytest_netperf/measure/design.py)."""
+    if design != AUTO:
+        return design
+    return ALTERNATE if group == "rps" else SIMULTANEOUS
+
+
 @dataclass
 class GateRun:
     design: str
@@ -147,6 +166,9 @@ class GateRun:
     neighbour: str = IDLE
     #: Whether the gate went on in the other design (its drivers saturated loaded together).
     switched: bool = False
+    #: The budget's verdict before the final-INCONCLUSIVE policy, and its notes (why undecided).
+    verdict: str = ""
+    notes: list[str] = field(default_factory=list)
 
 
 def topology(name: str) -> Topology:
@@ -189,6 +211,7 @@ def run_gate(args: argparse.Namespace, design: str, row: Row) -> GateRun:
     values = {"candidate": measurement.candidate.values(metric), "reference": measurement.reference.values(metric)}
     run = GateRun(design, row.scenario, status, rounds, seconds, estimate, side_verdicts(measurement), values)
     run.switched = switched
+    run.verdict, run.notes = outcome.status.value, list(outcome.notes)
     return run
 
 
@@ -385,15 +408,19 @@ def set_cpus(stack: RunningTopology, cores: float) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gates", type=int, default=20, help="gates per scenario and design")
+    parser.add_argument("--gates", type=int, default=40, help="gates per scenario and design")
     parser.add_argument("--only", default="cpu,p90,rps", help="scenario groups: cpu, p90, rps")
     parser.add_argument(
-        "--design", default=f"{ALTERNATE},{SIMULTANEOUS}", help="designs compared: alternate, simultaneous"
+        "--design",
+        default=AUTO,
+        help="designs compared: auto (the plugin's choice for a base twin: simultaneous at a fixed rate, "
+        "alternate in a closed loop), alternate, simultaneous",
     )
     parser.add_argument("--rate", type=float, default=2000.0, help="fixed rate of the cpu and p90 gates")
     parser.add_argument(
         "--calibrate-burn",
-        action="store_true",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="scale each burn until it adds 5%% to its metric as measured (three tries)",
     )
     # a P90 pair's ratio spreads 4-6% here: one try of 32 pairs is still off by about a point
@@ -421,7 +448,7 @@ def main() -> None:
     parser.add_argument(
         "--fixed-placement",
         choices=(PINNED, QUOTA, FLOAT, TWINS),
-        default=QUOTA,
+        default=PINNED,
         help="CPU layout of the cpu and p90 rows: quota (--fixed-cores each, any core), pinned (as rps) "
         "float (no quota, any core: the plugin's default on a machine it does not split) or twins (both "
         "echo containers on --sut-cores, the drivers on any core)",
@@ -430,7 +457,7 @@ def main() -> None:
     # asking for a burn at all costs CPU (reading the query, the clock): a burn on the
     # candidate alone measured +6.5% at 0.18 us, so no burn injects +5%; a burn on both
     # sides puts that cost on the reference too
-    parser.add_argument("--fixed-burn", type=float, default=0.0, help="us both sides spend per request (cpu, p90)")
+    parser.add_argument("--fixed-burn", type=float, default=1.0, help="us both sides spend per request (cpu, p90)")
     parser.add_argument("--driver-cores", default="0", help="cpuset of the drivers (pinned rps)")
     parser.add_argument("--sut-cores", default="1", help="cpuset shared by both echo containers (pinned rps)")
     # a quarter core: the echo server, not the driver, limits the closed-loop rps gates, with
@@ -467,7 +494,7 @@ def main() -> None:
         metavar="ROUNDS_JSONL",
         help="print the table of gates that --rounds-out files hold (runs of their own, or one cut short) and exit",
     )
-    add_neighbour_options(parser, "running every row")
+    add_neighbour_options(parser, "running every row", default=MATRIX)
     args = parser.parse_args()
     if args.summarize:
         runs = [run for path in args.summarize for run in read_runs(path)]
@@ -537,7 +564,7 @@ def run_row(
         for design in designs:  # the designs take turns, so drift of the machine reaches both
             if neighbour.ensure_running():
                 print(f"busy-neighbor {name}: its --seconds ran out; started again", flush=True)
-            run = run_gate(args, design, row)
+            run = run_gate(args, resolve_design(design, row.group), row)
             run.neighbour = name
             runs.append(run)
             if args.rounds_out is not None:
@@ -570,6 +597,8 @@ def read_runs(path: Path) -> list[GateRun]:
                 values=doc.get("values", {}),
                 neighbour=doc.get("neighbour", IDLE),
                 switched=doc.get("switched", False),
+                verdict=doc.get("verdict", ""),
+                notes=doc.get("notes", []),
             )
         )
     return runs
@@ -607,11 +636,11 @@ def summarize(
     print(
         "| scenario | neighbour (workers busy) | design | gate budget | gates "
         "| red (FAIL+INVALID) (rate, 95% bound: upper for A/A, lower otherwise) | FAIL | INVALID "
-        "| median estimate (sd) "
+        "| INCONCLUSIVE (before the policy) | median estimate (sd) "
         "| rounds (median, max) | s to verdict (median, max) | same rounds: cpu / p90 / rps FAIL "
         "| went on in the other design |"
     )
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for (scenario, neighbour, design), items in by_cell.items():
         budget = BUDGETS[scenario.split()[0]]
         invalid = sum(r.status is Status.INVALID for r in items)
@@ -625,10 +654,12 @@ def summarize(
         estimates = [r.estimate for r in judged if r.estimate == r.estimate] or [float("nan")]
         spread = statistics.stdev(estimates) / statistics.median(estimates) if len(estimates) > 1 else float("nan")
         side = Counter(k for r in items for k, v in r.side.items() if v is Status.FAIL)
+        recorded = [r for r in items if r.verdict]  # files written before 2026-11-29 lack it
+        undecided = sum(r.verdict == Status.INCONCLUSIVE.value for r in recorded) if recorded else "?"
         print(
             f"| {scenario} | {neighbour}{workers} | {design} | `{budget}` | {len(items)} "
             f"| {red} ({red / len(items):.0%}, {rate_bound(red, len(items), upper='A/A' in scenario):.0%}) "
-            f"| {fails} | {invalid} "
+            f"| {fails} | {invalid} | {undecided} "
             f"| {statistics.median(estimates):.3f}x ({spread:.1%}) "
             f"| {statistics.median(rounds):g}, {max(rounds)} | {statistics.median(seconds):.0f}, {max(seconds):.0f} "
             f"| {side['cpu']} / {side['p90']} / {side['rps']} | {sum(r.switched for r in items)} |"
