@@ -169,6 +169,9 @@ class GateRun:
     #: The budget's verdict before the final-INCONCLUSIVE policy, and its notes (why undecided).
     verdict: str = ""
     notes: list[str] = field(default_factory=list)
+    #: Cores other processes used during each round of each side (None where unread), in
+    #: the order of ``values``: what a busy runner's turns met.
+    outside: dict[str, list[Optional[float]]] = field(default_factory=dict)
 
 
 def topology(name: str) -> Topology:
@@ -209,9 +212,13 @@ def run_gate(args: argparse.Namespace, design: str, row: Row) -> GateRun:
     metric = budgets[0].metric
     assert measurement.reference is not None
     values = {"candidate": measurement.candidate.values(metric), "reference": measurement.reference.values(metric)}
+    outside = {
+        "candidate": [r.runner.outside_cores if r.runner else None for r in measurement.candidate.rounds],
+        "reference": [r.runner.outside_cores if r.runner else None for r in measurement.reference.rounds],
+    }
     run = GateRun(design, row.scenario, status, rounds, seconds, estimate, side_verdicts(measurement), values)
     run.switched = switched
-    run.verdict, run.notes = outcome.status.value, list(outcome.notes)
+    run.verdict, run.notes, run.outside = outcome.status.value, list(outcome.notes), outside
     return run
 
 
@@ -599,6 +606,7 @@ def read_runs(path: Path) -> list[GateRun]:
                 switched=doc.get("switched", False),
                 verdict=doc.get("verdict", ""),
                 notes=doc.get("notes", []),
+                outside=doc.get("outside", {}),
             )
         )
     return runs
