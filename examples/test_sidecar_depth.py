@@ -49,8 +49,8 @@ RATES = (
     else [f"{float(SWEEP_RATE.rstrip('%')) * factor:g}%" for factor in (0.6, 2.0)]
 )
 #: The rate test's per-hop budget. The study saw no change with the rate; on a 2-core VM
-#: both ends move from run to run: six runs here (four idle, one beside `busy-neighbor
-#: --level busy`, one on half the CPU) measured 0.72-1.10 ms per hop at 0.6x (fewer requests
+#: both ends move from run to run: eight runs here (idle, beside `busy-neighbor --level
+#: busy`, on half the CPU) measured 0.72-1.10 ms per hop at 0.6x (fewer requests
 #: wake idle cores more often) and 0.46-1.08 ms at 2x (nearer the knee), against 0.45-0.99 ms
 #: at the sweep's 1x; a 1.10 ms run was red against the sweep's 1 ms with no change. 1.5 ms
 #: is a third above the worst of them.
