@@ -13,16 +13,25 @@ the load and the comparison is INVALID.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Optional
 
 from pytest_netperf.drivers.base import Driver
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.runtime.resources import usable_cores
+from pytest_netperf.topology.resources import parse_cpuset
 
 #: The stack under test counts as holding the CPUs when it used at least this share of the
 #: cores it shares with the load driver during the round (its cgroups miss part of the
 #: kernel's network work, charged to whatever ran when it happened).
 STACK_SHARE_OF_SHARED_CORES = 0.4
+
+#: Sides loaded together count as starving each other's load drivers when they used at least
+#: this share of the cores the drivers run on: a driver waits for a CPU when every one of them
+#: is busy, which a load well below them does only in short runs. Measured on a KVM guest with
+#: steal: two drivers pinned to one core at 2000 requests/s each used 0.45-0.47 of it while
+#: their p99 schedule lag was 25-42 ms, far longer than the other driver's runs last.
+OWN_LOAD_SHARE_OF_DRIVER_CORES = 0.75
 
 
 def shared_cores(driver: Driver) -> Optional[int]:
@@ -53,6 +62,38 @@ def starved_by_stack(result: RoundResult, shared_cores: Optional[int]) -> Option
         f"the stack under test used {used:.2f} of the {shared_cores} cores it shares with the load driver, "
         f"and the driver waited for them ({'; '.join(client.saturation_reasons) or 'no reason given'})"
     )
+
+
+def starved_by_each_other(
+    results: Sequence[RoundResult], pinned: Sequence[Optional[str]], runner_held: bool
+) -> Optional[str]:
+    """Why the drivers of sides loaded together fell behind through the sides' own load, so
+    that one side at a time would give them their CPUs back; None when the runner held the
+    CPUs they waited for (steal, other processes), which taking turns would not give back.
+
+    ``results`` and ``pinned``: each side's round and its driver's cpuset (None: not pinned,
+    :attr:`~pytest_netperf.drivers.base.Driver.cpus`); ``runner_held``: every
+    saturated driver only ran behind its timetable waiting for CPUs (``Disturbance.by_runner``).
+    The sides' own load on the drivers' cores is what their drivers used of the cores they are
+    pinned to, or, unpinned, what the drivers and stacks used of every usable core
+    (:attr:`~pytest_netperf.results.runner.RunnerState.own_cores`); it counts as holding them
+    from :data:`OWN_LOAD_SHARE_OF_DRIVER_CORES` of them. Unknown (no runner state, an unpinned
+    side without its stack's costs) counts as holding them.
+    """
+    if not runner_held:
+        return "a driver's own CPU was the limit, or it could not send what was scheduled"
+    states = [r.runner for r in results]
+    if any(s is None for s in states) or (not all(pinned) and any(s.stack_cores is None for s in states if s)):
+        return "what the sides used of the drivers' cores is unknown"
+    if all(pinned):
+        cores = len({core for cpus in pinned if cpus for core in parse_cpuset(cpus)})
+        used, whose = sum(s.driver_cores for s in states if s), "drivers"
+    else:
+        cores = len(usable_cores())
+        used, whose = sum(s.own_cores for s in states if s), "drivers and stacks"
+    if used >= OWN_LOAD_SHARE_OF_DRIVER_CORES * cores:
+        return f"the sides' {whose} used {used:.2f} of the {cores} cores the drivers run on"
+    return None
 
 
 def starved_note(label: str, starved: list[str], rounds: int) -> str:

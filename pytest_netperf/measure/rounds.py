@@ -16,7 +16,7 @@ from typing import Callable, Optional, Sequence
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.errors import DriverError, InvalidMeasurement
-from pytest_netperf.measure.contention import shared_cores, starved_by_stack
+from pytest_netperf.measure.contention import shared_cores, starved_by_each_other, starved_by_stack
 from pytest_netperf.measure.design import SIMULTANEOUS, run_side_by_side
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import round_seed
@@ -246,8 +246,19 @@ class TimedRounds:
             for series, _, _ in saturated:
                 held_every_time[id(series)] = held_every_time[id(series)] and held[id(series)] is not None
             if attempt == self.settings.saturated_retries:
-                if len(group) > 1:  # loaded together they starve each other's drivers: one at a time
-                    raise _SaturatedTogether("; ".join(f"{s.label}: {d.describe()}" for s, _, d in saturated))
+                if len(group) > 1:
+                    runner_held = all(d.by_runner for _, _, d in saturated)
+                    own_load = starved_by_each_other(results, [s.driver_or_fail().cpus for s in group], runner_held)
+                    if own_load is not None:  # loaded together they starve each other's drivers: one at a time
+                        saturations = "; ".join(f"{s.label}: {d.describe()}" for s, _, d in saturated)
+                        raise _SaturatedTogether(f"{saturations}; {own_load}")
+                    # the runner held the CPUs (steal, other processes): taking turns would not
+                    # give them back, and would lose what loading together cancels; the round
+                    # stays together, left out of the budgets it spoils (below)
+                    self._progress(
+                        f"{self.test_id} [{m.key}] round {index + 1}: {labels} saturated on every attempt "
+                        "while the sides used little of the machine: kept together, left out where it spoils"
+                    )
                 for series, _, _ in saturated:  # the stack under test kept the driver's CPUs: what it measured
                     if held_every_time[id(series)]:
                         series.starved.append(held[id(series)] or "")

@@ -321,3 +321,55 @@ def test_sides_that_saturate_the_drivers_together_go_on_one_at_a_time() -> None:
         "measured in alternating rounds from round 1" in note and "saturated in 3 attempts" in note
         for note in outcome.notes
     ), outcome.notes
+
+
+class RunnerHeldDriver(ClockedDriver):
+    """Behind its timetable on the listed runs, waiting for CPUs something else held."""
+
+    def run(self, url: str, shape: LoadShape) -> RoundResult:
+        result = super().run(url, shape)
+        if result.client.saturated:
+            health = replace(result.client, cpu_bound=False, saturation_kinds=["schedule"])
+            result = replace(result, client=health)
+        return result
+
+
+class BusyStackProbe(StackProbe):
+    """A stack that spends ``ns_per_request`` of CPU per request served."""
+
+    def __init__(self, ns_per_request: int) -> None:
+        self.ns_per_request = ns_per_request
+
+    def end(self, served: int) -> SystemCosts:
+        cpu = NodeCosts(cpu_ns=served * self.ns_per_request, mem_bytes=1, mem_peak_bytes=1)
+        return SystemCosts({"edge": cpu}, served, RUN_S)
+
+
+def measured_together_with_round_two_behind(ns_per_request: int) -> tuple[Gate, Series]:
+    """A head and its base twin at a fixed rate (``auto``: together), whose drivers fall behind
+    waiting for CPUs on every attempt at round 2 (calls 3-8), each stack spending ``ns_per_request``."""
+    driver = RunnerHeldDriver(saturated=frozenset(range(3, 9)))
+    base = Endpoint(BASE, None, "host", costs=BusyStackProbe(ns_per_request))
+    head = Endpoint(HEAD, None, "host", costs=BusyStackProbe(ns_per_request), base=base)
+    g = gate(driver, AUTO, ("p90 <= 1.1x base",))
+    return g, g.measure(head, rate=1000)
+
+
+def test_drivers_behind_on_a_busy_runner_keep_head_and_base_together() -> None:
+    # the stacks spend next to nothing: the CPUs the drivers waited for were the runner's, and
+    # taking turns would not give them back
+    g, m = measured_together_with_round_two_behind(ns_per_request=1)
+    assert m.design == SIMULTANEOUS and not m.design_note
+    assert m.base is not None and set(m.candidate.disturbed) == set(m.base.disturbed) == {1}
+    (outcome,) = g.finish()
+    assert outcome.status is Status.PASS
+    left_out = "1 of 4 round(s) left out of p90: the load driver was saturated (waiting for CPUs others held)"
+    assert any(note.startswith(left_out) for note in outcome.notes), outcome.notes
+
+
+def test_sides_whose_own_load_held_the_cores_go_on_one_at_a_time() -> None:
+    # 5000 requests a round at 40 us each in a 50 ms round: the stacks held every core
+    _, m = measured_together_with_round_two_behind(ns_per_request=40_000)
+    assert m.design == ALTERNATE
+    assert m.design_note.startswith("measured in alternating rounds from round 2")
+    assert "waiting for CPUs others held" in m.design_note

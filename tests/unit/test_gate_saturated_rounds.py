@@ -20,6 +20,7 @@ from pytest_netperf.measure import contention
 from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.results.model import NodeCosts, RoundResult, SystemCosts
+from pytest_netperf.results.runner import RunnerState
 from pytest_netperf.verdict.policy import undecided_fails
 from pytest_netperf.verdict.status import Status
 
@@ -243,3 +244,38 @@ def test_a_pinned_or_cpu_bound_driver_is_never_excused() -> None:
     assert contention.starved_by_stack(replace(waited(make_round(), 1.9), system=None), shared_cores=2) is None
     assert contention.shared_cores(SlowProxyDriver({}, {}, cpus="0")) is None
     assert contention.shared_cores(SlowProxyDriver({}, {})) == 2
+
+
+def side(driver_cores: float, stack_cores: float | None) -> RoundResult:
+    runner = RunnerState(
+        cores=2,
+        span_s=1.0,
+        process_cores=1.0,
+        interrupt_cores=0.0,
+        steal_share=0.0,
+        load_avg_1m=1.0,
+        driver_cores=driver_cores,
+        stack_cores=stack_cores,
+    )
+    return replace(make_round(), runner=runner)
+
+
+@pytest.mark.parametrize(
+    ("cpus", "sides", "runner_held", "expected"),
+    [
+        # pinned to core 0 beside stacks elsewhere: only the drivers count, 0.47 of 1 core
+        ("0", [side(0.24, 0.5), side(0.23, 0.5)], True, None),
+        ("0", [side(0.4, 0.0), side(0.4, 0.0)], True, "the sides' drivers used 0.80 of the 1 cores"),
+        # unpinned: drivers and stacks of both sides, of every usable core
+        (None, [side(0.2, 0.4), side(0.2, 0.4)], True, None),
+        (None, [side(0.2, 2.0), side(0.2, 0.1)], True, "the sides' drivers and stacks used 2.50 of the"),
+        (None, [side(0.1, None), side(0.1, 0.05)], True, "is unknown"),
+        ("0", [side(0.1, 0.0), side(0.1, 0.0)], False, "a driver's own CPU was the limit"),
+    ],
+)
+def test_sides_starve_each_other_only_where_their_own_load_held_the_drivers_cores(
+    cpus: str | None, sides: list[RoundResult], runner_held: bool, expected: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(contention, "usable_cores", lambda: [0, 1])
+    why = contention.starved_by_each_other(sides, [cpus] * len(sides), runner_held)
+    assert why == expected if expected is None else (why is not None and expected in why), why
