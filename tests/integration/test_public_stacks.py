@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from docker_helpers import skip_without_compose_stack_parts, stack_repo
-from pytester_helpers import caught, json_report, netperf_args
+from pytester_helpers import caught, json_report, netperf_args, too_busy
 
 pytestmark = pytest.mark.docker
 
@@ -97,7 +97,8 @@ def test_published_ports_untagged_image_and_a_query_unchanged_is_green_with_both
 ) -> None:
     doc = green_report(pytester, "nginx_published", NGINX_GATE)
     by_budget = rows(doc)
-    assert (by_budget["rps >= 0.7x base"]["verdict"], by_budget["rps >= 0.7x base"]["reference"]) == ("PASS", "base")
+    rps = by_budget["rps >= 0.7x base"]
+    assert rps["reference"] == "base" and (rps["verdict"] == "PASS" or too_busy(rps)), rps
     assert by_budget["errors == 0"]["verdict"] == "PASS"
     (measurement,) = doc["results"]["test_gate.py::test_proxy_against_base"]
     series = measurement["series"]
@@ -126,7 +127,9 @@ def test_envoy_front_proxy_with_sidecars_unchanged_is_green_with_the_same_reques
 ) -> None:
     doc = green_report(pytester, "envoy_front_proxy", ENVOY_GATE)
     by_budget = rows(doc)
-    assert [by_budget[b]["verdict"] for b in ("rps >= 0.7x base", "errors == 0")] == ["PASS", "PASS"]
+    # PASS; beside a busy neighbour the gate's honest "too busy" answer (green) is as good
+    rps = by_budget["rps >= 0.7x base"]
+    assert by_budget["errors == 0"]["verdict"] == "PASS" and (rps["verdict"] == "PASS" or too_busy(rps)), rps
     (measurement,) = doc["results"]["test_gate.py::test_front_proxy_against_base"]
     requests = {}
     for side in ("candidate", "base"):
