@@ -38,7 +38,8 @@ def held_back_on_a_busy_runner(result: pytest.RunResult, row: dict) -> bool:
     spoiled (``judged on the quiet rounds`` / ``alike-contended rounds``) and the run stayed
     red under the default policy: the change is held back, without a FAIL the neighbours
     could have caused."""
-    judged_apart = "left out" in " ".join(row["notes"]) and "judged on the" in " ".join(row["notes"])
+    notes = " ".join(row["notes"])
+    judged_apart = "left out" in notes and "judged on the" in notes
     return row["verdict"] == "INCONCLUSIVE" and judged_apart and result.ret == 1
 
 

@@ -257,7 +257,7 @@ class TimedRounds:
                     # stays together, left out of the budgets it spoils (below)
                     self._progress(
                         f"{self.test_id} [{m.key}] round {index + 1}: {labels} saturated on every attempt "
-                        "while the sides used little of the machine: kept together, left out where it spoils"
+                        "while the runner held the CPUs, not the sides: kept together, left out where it spoils"
                     )
                 for series, _, _ in saturated:  # the stack under test kept the driver's CPUs: what it measured
                     if held_every_time[id(series)]:
