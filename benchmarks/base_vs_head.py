@@ -10,8 +10,12 @@ expression; by default the throughput gate and the fixed-rate gate, which hold i
 - `aa`: a comment added to nginx/edge.conf (the stack's behaviour is unchanged);
 - `no-keepalive`: the upstream keep-alive pool removed from nginx/edge.conf.
 
+``--twin-budget B`` adds a gate ``test_edge_twin`` to the repository: the edge alone in a
+closed loop over 64 connections with budget B (``rps >= 0.95x base``), which ``auto`` loads
+together with its base twin; choose it with ``--tests twin``.
+
 Usage: python benchmarks/base_vs_head.py [--aa 10] [--regressions 3] [--duration 1] [--warmup 0.5]
-       [--design auto,alternate] [--tests "throughput or vs_base"]
+       [--design auto,alternate] [--tests "throughput or vs_base"] [--twin-budget "rps >= 0.95x base"] [--notes]
 Needs Docker, a Compose implementation and the local images (`netperf images build`).
 Prints one line per run (verdict of each budget, the measured ratio and interval, rounds,
 seconds) and a summary. Every run is a pytest session that removes its containers.
@@ -34,16 +38,30 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 #: A budget judged against the base revision (``rps >= 0.95x base``, ``rps_loss <= 3% vs base``).
 AGAINST_BASE = re.compile(r"\bbase\b")
 KEEPALIVE = "keepalive 32;"
+#: The closed-loop twin gate of --twin-budget: the edge alone against its base twin.
+TWIN_GATE = """
+import pytest
+
+from test_edge import stack  # noqa: F401  (the module-scoped stack fixture)
+
+
+@pytest.mark.netperf({budget!r}, "errors == 0")
+def test_edge_twin(netperf, stack):
+    netperf.measure(stack.endpoint("edge", port=80, path="/api/orders", host="api.example.com"), connections=64)
+"""
 
 
 def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.email=bench@example.com", "-c", "user.name=bench", *args], cwd=repo, check=True)
 
 
-def make_repo(folder: Path) -> Path:
-    """The example as a team's repository with its base on `main`; returns the nginx config."""
+def make_repo(folder: Path, twin_budget: str = "") -> Path:
+    """The example as a team's repository with its base on `main` (with the closed-loop twin
+    gate when ``twin_budget`` is set); returns the nginx config."""
     shutil.copy(EXAMPLES / "pytest.ini", folder / "pytest.ini")
     shutil.copytree(EXAMPLES / "team_gateway", folder / "team_gateway", ignore=shutil.ignore_patterns("__pycache__"))
+    if twin_budget:
+        (folder / "team_gateway" / "test_edge_twin.py").write_text(TWIN_GATE.format(budget=twin_budget))
     (folder / ".gitignore").write_text(".netperf/\n.netperf-report/\nresults.json\n__pycache__/\n")
     git(folder, "init", "-q", "-b", "main")
     git(folder, "add", "-A")
@@ -91,6 +109,8 @@ def main() -> int:
         "--design", default="auto", help="comma-separated --netperf-design values, taking turns run by run"
     )
     parser.add_argument("--tests", default="throughput or vs_base", help="pytest -k expression choosing the gates")
+    parser.add_argument("--notes", action="store_true", help="print each judged row's notes")
+    parser.add_argument("--twin-budget", default="", help="add the closed-loop twin gate with this budget")
     args = parser.parse_args()
     designs = [d.strip() for d in args.design.split(",")]
     cells = [(variant, design) for variant in ("aa", "no-keepalive") for design in designs]
@@ -98,7 +118,7 @@ def main() -> int:
     seconds: dict[tuple[str, str], list[float]] = {cell: [] for cell in cells}
     with tempfile.TemporaryDirectory(prefix="netperf-bench-base-") as folder:
         repo = Path(folder)
-        config = make_repo(repo)
+        config = make_repo(repo, args.twin_budget)
         original = config.read_text()
         plan = [("aa", i) for i in range(args.aa)] + [("no-keepalive", i) for i in range(args.regressions)]
         for variant, index in plan:
@@ -123,6 +143,9 @@ def main() -> int:
                         f"{row['rounds']:>2} rounds ({row.get('design', '')})",
                         flush=True,
                     )
+                    if args.notes:
+                        for note in row.get("notes", []):
+                            print(f"      note: {note[:300]}", flush=True)
     print()
     print(
         f"gates {args.tests!r}, rounds of {args.duration:g}s + {args.warmup:g}s warmup per side, "

@@ -26,7 +26,8 @@ rps -5%      cand?burn=B+X vs ref?burn=B; X cuts cand's requests/s by 5%     rps
 The rps rows (--rps-placement pinned, the default) put both echo containers on
 --sut-cores with no CPU quota and the drivers on --driver-cores; each server spends
 --rps-burn B per request, so one driver outruns one server. ``quota`` keeps the former
-layout: --cores of CPU quota per container, cand's quota cut by 5% for the injected row. A
+layout: --cores of CPU quota per container, cand's quota cut by 5% for the injected row;
+``float`` is the plugin's own layout below 4 cores (no quota, any core, drivers unpinned). A
 CFS quota made two containers loaded at once differ by a fixed 1.5-4% for as long as they
 ran, and spread each pair's ratio 5-11%; on a shared core without a quota, 2-3% and no bias.
 
@@ -55,7 +56,7 @@ table's red rate counts both and gives each count beside it.
 
 Usage: python benchmarks/gate_power.py [--gates 40] [--only cpu,p90,rps] [--design auto,alternate,simultaneous]
        [--rate 2000] [--arrival poisson|constant] [--no-calibrate-burn] [--calibration-pairs 32]
-       [--fixed-burn 1] [--fixed-placement pinned|quota|float|twins] [--rps-placement pinned|quota]
+       [--fixed-burn 1] [--fixed-placement pinned|quota|float|twins] [--rps-placement pinned|quota|float]
        [--rps-burn 30] [--driver-cores 0] [--sut-cores 1]
        [--cores 0.25] [--fixed-cores 1] [--skip-aa] [--skip-cut] [--duration 0.5] [--min-rounds 6]
        [--max-rounds alternate:32,simultaneous:64] [--rounds-out rounds.jsonl]
@@ -310,7 +311,7 @@ def shape_of(args: argparse.Namespace, group: str) -> dict:
 def base_burn_us(args: argparse.Namespace, group: str) -> float:
     """What every server of ``group``'s rows spends per request before any injection (us)."""
     if group == "rps":
-        return args.rps_burn if args.rps_placement == PINNED else 0.0
+        return args.rps_burn if args.rps_placement in (PINNED, FLOAT) else 0.0
     return args.fixed_burn
 
 
@@ -393,7 +394,7 @@ def place(
         if group != "rps" and args.fixed_placement == TWINS:
             container.update(cpuset_cpus=args.sut_cores, cpu_period=CPU_PERIOD_US, cpu_quota=-1)
             continue
-        if group != "rps" and args.fixed_placement == FLOAT:
+        if (args.rps_placement if group == "rps" else args.fixed_placement) == FLOAT:
             container.update(cpuset_cpus=cpuset_text(usable_cores()), cpu_period=CPU_PERIOD_US, cpu_quota=-1)
             continue
         set_cpus(stack, (args.cores if group == "rps" else args.fixed_cores) * ((1 - INJECTED) if cut else 1.0))
@@ -445,7 +446,13 @@ def main() -> None:
         help="CPU weight of the containers and drivers, as the plugin gives them (1: the default weight)",
     )
     parser.add_argument("--closed-connections", type=int, default=32, help="connections of the rps gates")
-    parser.add_argument("--rps-placement", choices=(PINNED, QUOTA), default=PINNED, help="CPU layout of the rps rows")
+    parser.add_argument(
+        "--rps-placement",
+        choices=(PINNED, QUOTA, FLOAT),
+        default=PINNED,
+        help="CPU layout of the rps rows: float is the plugin's own below 4 cores (no quota, no pinning, "
+        "the drivers on any core)",
+    )
     # one driver on one core did not outrun a bare echo server on the other (saturated at
     # ~50k requests/s); at 10 us per request the same burn cut rps 3.4% in alternating
     # rounds and 4.9% in simultaneous ones (the lone server's driver near its limit); at
