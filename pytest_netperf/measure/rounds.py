@@ -28,8 +28,12 @@ from pytest_netperf.measure.validity import (
     Disturbance,
     contention_matters,
     disturbance,
+    explains_rates,
+    given_back,
     judged_on_even_pairs,
     left_out_note,
+    taken_cores,
+    taken_text,
     undecided_on_this_runner,
 )
 from pytest_netperf.measure.wire_counts import run_with_wire
@@ -151,6 +155,8 @@ class TimedRounds:
                 }
             if verdict.status is not Status.PASS and busy and contention_matters(b, other is not None, together):
                 verdict = self._judge_quiet_rounds(m, b, set(spoiled), busy, (look, looks, max_rounds), even_pairs)
+            if verdict.status is not Status.PASS and verdict.n_rounds and explains_rates(b, other is not None):
+                verdict = self._judge_given_back(m, b, set(spoiled), verdict, (look, looks, max_rounds))
             out[b.text] = verdict
         if len(out) > 1:
             # the same Holm correction as finish(), at this look's level: a FAIL that stops the
@@ -203,6 +209,48 @@ class TimedRounds:
         verdict = self._judge(m, b, skip | set(busy), *look)
         rest = "alike-contended rounds" if even_pairs else "quiet rounds"
         note = f"judged on the {rest}: {why} left out"
+        return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
+
+    def _judge_given_back(
+        self,
+        m: Measurement,
+        b: Budget,
+        skip: set[int],
+        verdict: stats.Verdict,
+        look: tuple[int, int, Optional[int]],
+    ) -> stats.Verdict:
+        """A rate budget with no side of this run to compare with (absolute, or against a
+        stored baseline) that did not pass, judged again as if the CPU other processes and steal
+        took during its rounds had been the test's (validity.given_back). Where that puts it
+        within the budget, the runner's contention explains the miss: undecided on this
+        runner, with the figures. Otherwise ``verdict`` stands, saying that the contention does
+        not explain it."""
+        index = [i for i in range(len(m.candidate.rounds)) if i not in skip]
+        others = [s for s in m.series() if s is not m.candidate]  # their overlap is read off the clock
+        taken = [taken_cores(m.candidate.rounds[i], [s.rounds[i] for s in others if len(s.rounds) > i]) for i in index]
+        known = [t for t in taken if t is not None]
+        if len(known) != len(taken):
+            return verdict
+        candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
+        adjusted = given_back(candidate, known)
+        if adjusted is None:
+            return verdict
+        first, looks, max_rounds = look
+        again = stats.evaluate(
+            b,
+            adjusted,
+            baseline=against,
+            confidence=self.settings.confidence,
+            looks=looks,
+            look_index=first,
+            hops=m.hops if b.per_hop else None,
+            max_rounds=max_rounds,
+        )
+        figure = f"given back, {b.metric} would measure {b.format_value(again.estimate)}"
+        if again.status is Status.PASS or (again.status is Status.INCONCLUSIVE and b.satisfied_by(again.estimate)):
+            why = f"{taken_text(known)} during its {len(known)} round(s); {figure}, within the budget"
+            return undecided_on_this_runner(b, why, self.settings.confidence)
+        note = f"{taken_text(known)}; {figure}: the runner does not explain the miss"
         return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
 
     def _elapsed(self) -> str:

@@ -246,3 +246,60 @@ def runner_busy(result: RoundResult, overlapping: Sequence[RoundResult] = ()) ->
         f"other processes used {outside:.2f} of the {state.cores} cores"
         f"{f', steal {state.steal_share:.1%}' if state.steal_share else ''}"
     )
+
+
+# ----- a rate the runner's contention explains -------------------------------------------
+#: A rate (throughput, bit or packet rate) against a stored baseline, or an absolute one, that
+#: misses is undecided on this runner when the CPU that other processes and the hypervisor
+#: took during its rounds, given back, would put it within the budget; only where they took
+#: at least this share of the cores on average (idle runs of the example job here: 0.03-0.05;
+#: beside ``busy-neighbor --level busy``, whose bursts the stack's CPU weight holds back, 0.10-0.17
+#: while its closed loops measured 0.56x-0.67x of the quiet runner's baseline). Below it the
+#: runner was quiet and the budget is judged as measured.
+EXPLAINING_TAKEN_SHARE = 0.10
+#: A round whose runner lost more than this share of its cores is not scaled (no figure of the
+#: stack's own could be had from the little that was left).
+MAX_TAKEN_SHARE = 0.75
+
+
+def explains_rates(budget: Budget, paired: bool) -> bool:
+    """Whether a miss of ``budget`` may be explained by the runner's contention: a rate budget
+    with no side of this run to compare with (absolute, or against a stored baseline)."""
+    if paired or budget.metric in CONTENDED_METRICS:
+        return False
+    return metrics.get(budget.metric).family in EVEN_PAIR_FAMILIES and budget.comparison in ("absolute", "baseline")
+
+
+def taken_cores(result: RoundResult, overlapping: Sequence[RoundResult] = ()) -> Optional[tuple[float, int]]:
+    """The cores that other processes and steal took during ``result`` and the runner's core
+    count, or None when unknown (no reading, or a plain URL's server among the other processes)."""
+    state = result.runner
+    if state is None or state.stack_cores is None:
+        return None
+    outside = outside_cores_beside(state, [r.runner for r in overlapping if r.runner is not None])
+    return outside + state.steal_share * state.cores, state.cores
+
+
+def given_back(values: Sequence[float], taken: Sequence[tuple[float, int]]) -> Optional[list[float]]:
+    """Each round's rate as if the cores taken from it had been the test's (value x cores /
+    (cores - taken)), or None when the runner was quiet (less than
+    :data:`EXPLAINING_TAKEN_SHARE` of the cores taken on average) or a round lost more than
+    :data:`MAX_TAKEN_SHARE` of them."""
+    if not values or len(values) != len(taken):
+        return None
+    cores = max(c for _, c in taken)
+    if sum(t for t, _ in taken) / len(taken) < EXPLAINING_TAKEN_SHARE * cores:
+        return None
+    if any(t > MAX_TAKEN_SHARE * c for t, c in taken):
+        return None
+    return [v * c / (c - t) for v, (t, c) in zip(values, taken, strict=True)]
+
+
+def taken_text(taken: Sequence[tuple[float, int]]) -> str:
+    """``other processes and steal took 0.32 of the 2 cores on average (at most 0.49)``."""
+    amounts = [t for t, _ in taken]
+    cores = max(c for _, c in taken)
+    return (
+        f"other processes and steal took {sum(amounts) / len(amounts):.2f} of the {cores} cores on average "
+        f"(at most {max(amounts):.2f})"
+    )
