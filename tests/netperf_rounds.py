@@ -14,6 +14,7 @@ import statistics
 from hdrh.histogram import HdrHistogram
 
 from pytest_netperf.results.model import ClientHealth, LatencySummary, RoundResult
+from pytest_netperf.results.runner import RunnerState
 
 
 def latency_summary(median_ns: float, samples: int = 500, seed: int = 1) -> LatencySummary:
@@ -93,3 +94,26 @@ FINGERPRINT = {
     "plugin_version": "0.1.0",
     "driver_version": "0.1.0",
 }
+
+
+def runner_state(
+    outside: float,
+    stack: float | None = 0.3,
+    steal: float = 0.0,
+    started: float = 100.0,
+    driver: float = 0.2,
+    load: float = 1.0,
+) -> RunnerState:
+    """A 2-core runner over a 1 s round: the driver used ``driver`` cores, the stack ``stack``
+    (None: a plain URL's server, unread), other processes ``outside``."""
+    return RunnerState(
+        cores=2,
+        span_s=1.0,
+        process_cores=driver + (stack or 0.0) + outside,
+        interrupt_cores=0.05,
+        steal_share=steal,
+        load_avg_1m=load,
+        driver_cores=driver,
+        stack_cores=stack,
+        started_at=started,
+    )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from netperf_rounds import make_round
+from netperf_rounds import make_round, runner_state
 
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
@@ -32,17 +32,7 @@ def runner_as_the_driver_says(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def state(outside: float, stack: float | None = 0.3, steal: float = 0.0, started: float = 100.0) -> RunnerState:
     """A 2-core runner where the driver used 0.2 cores, the stack ``stack`` and others ``outside``."""
-    return RunnerState(
-        cores=2,
-        span_s=1.0,
-        process_cores=0.2 + (stack or 0.0) + outside,
-        interrupt_cores=0.05,
-        steal_share=steal,
-        load_avg_1m=1.0,
-        driver_cores=0.2,
-        stack_cores=stack,
-        started_at=started,
-    )
+    return runner_state(outside, stack, steal, started)
 
 
 class NeighbourDriver:

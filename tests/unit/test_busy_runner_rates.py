@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Optional
 
 import pytest
-from netperf_rounds import make_round
+from netperf_rounds import make_round, runner_state
 
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
@@ -35,17 +35,7 @@ def runner_as_the_driver_says(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def state(outside: float, steal: float = 0.0, stack: Optional[float] = 1.2) -> RunnerState:
     """A 2-core runner: the driver 0.5 cores, the stack ``stack``, others ``outside``."""
-    return RunnerState(
-        cores=2,
-        span_s=1.0,
-        process_cores=0.5 + (stack or 0.0) + outside,
-        interrupt_cores=0.05,
-        steal_share=steal,
-        load_avg_1m=3.0,
-        driver_cores=0.5,
-        stack_cores=stack,
-        started_at=100.0,
-    )
+    return runner_state(outside, stack, steal, driver=0.5, load=3.0)
 
 
 class SharedRunnerDriver:
