@@ -143,20 +143,8 @@ class TimedRounds:
                 out[b.text] = undecided_on_this_runner(b, why, self.settings.confidence)
                 continue
             verdict = self._judge(m, b, set(spoiled), look, looks, max_rounds)
-            other = m.judged_series(b)
-            together = m.design == SIMULTANEOUS  # in turns, each side met neighbours of its own
-            even_pairs = other is not None and judged_on_even_pairs(b, together)
-            if even_pairs:
-                assert other is not None
-                busy = {i: why for i, why in m.uneven_rounds(other).items() if i not in spoiled}
-            else:
-                busy = {
-                    i: why for i, why in m.busy_rounds(also=None if together else other).items() if i not in spoiled
-                }
-            if verdict.status is not Status.PASS and busy and contention_matters(b, other is not None, together):
-                verdict = self._judge_quiet_rounds(m, b, set(spoiled), busy, (look, looks, max_rounds), even_pairs)
-            if verdict.status is not Status.PASS and verdict.n_rounds and explains_rates(b, other is not None):
-                verdict = self._judge_given_back(m, b, set(spoiled), verdict, (look, looks, max_rounds))
+            if verdict.status is not Status.PASS:
+                verdict = self._excused_by_runner(m, b, set(spoiled), verdict, (look, looks, max_rounds))
             out[b.text] = verdict
         if len(out) > 1:
             # the same Holm correction as finish(), at this look's level: a FAIL that stops the
@@ -184,6 +172,28 @@ class TimedRounds:
             attempts=pooled_weights(b.metric, m.candidate.kept_rounds(skip)),
             max_rounds=max_rounds,
         )
+
+    def _excused_by_runner(
+        self, m: Measurement, b: Budget, skip: set[int], verdict: stats.Verdict, look: tuple[int, int, Optional[int]]
+    ) -> stats.Verdict:
+        """``verdict`` of ``b`` (not a PASS) judged again where the runner's contention can
+        explain the miss: first without the rounds a busy runner spoiled (or, for a rate
+        against a side measured in turns, the pairs whose turns met different neighbours);
+        then, for a rate with no side of this run to compare with, with the cores that others
+        took given back. Each step says in the verdict's note what it left out or gave back."""
+        other = m.judged_series(b)
+        together = m.design == SIMULTANEOUS  # in turns, each side met neighbours of its own
+        even_pairs = other is not None and judged_on_even_pairs(b, together)
+        if even_pairs:
+            assert other is not None
+            busy = {i: why for i, why in m.uneven_rounds(other).items() if i not in skip}
+        else:
+            busy = {i: why for i, why in m.busy_rounds(also=None if together else other).items() if i not in skip}
+        if busy and contention_matters(b, other is not None, together):
+            verdict = self._judge_quiet_rounds(m, b, skip, busy, look, even_pairs)
+        if verdict.status is not Status.PASS and verdict.n_rounds and explains_rates(b, other is not None):
+            verdict = self._judge_given_back(m, b, skip, verdict, look)
+        return verdict
 
     def _judge_quiet_rounds(
         self,

@@ -33,7 +33,7 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.budget.families import Family
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.results.model import ClientHealth, RoundResult
-from pytest_netperf.results.runner import outside_cores_beside
+from pytest_netperf.results.runner import RunnerState, outside_cores_beside
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.status import Status
 
@@ -231,15 +231,24 @@ def unevenly_busy(one: RoundResult, other: RoundResult) -> Optional[str]:
     )
 
 
+def _outside_cores(result: RoundResult, overlapping: Sequence[RoundResult]) -> Optional[tuple[RunnerState, float]]:
+    """``result``'s runner state and the cores other processes used beside it, or None when
+    unknown (no reading, or a plain URL's server among the other processes)."""
+    state = result.runner
+    if state is None or state.stack_cores is None:
+        return None
+    return state, outside_cores_beside(state, [r.runner for r in overlapping if r.runner is not None])
+
+
 def runner_busy(result: RoundResult, overlapping: Sequence[RoundResult] = ()) -> Optional[str]:
     """Why ``result``'s runner was busy (other processes, steal), or None when it was quiet or
     its state is unknown (no reading, or a plain URL's server among the other processes).
     ``overlapping``: rounds of the same test loaded at the same time (their drivers and
     stacks are the test's own)."""
-    state = result.runner
-    if state is None or state.stack_cores is None:
+    known = _outside_cores(result, overlapping)
+    if known is None:
         return None
-    outside = outside_cores_beside(state, [r.runner for r in overlapping if r.runner is not None])
+    state, outside = known
     if outside < BUSY_OUTSIDE_SHARE * state.cores and state.steal_share < BUSY_STEAL_SHARE:
         return None
     return (
@@ -265,7 +274,7 @@ MAX_TAKEN_SHARE = 0.75
 def explains_rates(budget: Budget, paired: bool) -> bool:
     """Whether a miss of ``budget`` may be explained by the runner's contention: a rate budget
     with no side of this run to compare with (absolute, or against a stored baseline)."""
-    if paired or budget.metric in CONTENDED_METRICS:
+    if paired:
         return False
     return metrics.get(budget.metric).family in EVEN_PAIR_FAMILIES and budget.comparison in ("absolute", "baseline")
 
@@ -273,10 +282,10 @@ def explains_rates(budget: Budget, paired: bool) -> bool:
 def taken_cores(result: RoundResult, overlapping: Sequence[RoundResult] = ()) -> Optional[tuple[float, int]]:
     """The cores that other processes and steal took during ``result`` and the runner's core
     count, or None when unknown (no reading, or a plain URL's server among the other processes)."""
-    state = result.runner
-    if state is None or state.stack_cores is None:
+    known = _outside_cores(result, overlapping)
+    if known is None:
         return None
-    outside = outside_cores_beside(state, [r.runner for r in overlapping if r.runner is not None])
+    state, outside = known
     return outside + state.steal_share * state.cores, state.cores
 
 
