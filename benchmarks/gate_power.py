@@ -173,6 +173,10 @@ class GateRun:
     #: Cores other processes used during each round of each side (None where unread), in
     #: the order of ``values``: what a busy runner's turns met.
     outside: dict[str, list[Optional[float]]] = field(default_factory=dict)
+    #: The other metrics' estimates on the same rounds (candidate over reference), by name.
+    side_estimate: dict[str, float] = field(default_factory=dict)
+    #: The hypervisor's steal (share of the machine's CPU time) during each round, likewise.
+    steal: dict[str, list[Optional[float]]] = field(default_factory=dict)
 
 
 def topology(name: str) -> Topology:
@@ -217,9 +221,18 @@ def run_gate(args: argparse.Namespace, design: str, row: Row) -> GateRun:
         "candidate": [r.runner.outside_cores if r.runner else None for r in measurement.candidate.rounds],
         "reference": [r.runner.outside_cores if r.runner else None for r in measurement.reference.rounds],
     }
-    run = GateRun(design, row.scenario, status, rounds, seconds, estimate, side_verdicts(measurement), values)
+    steal = {
+        "candidate": [r.runner.steal_share if r.runner else None for r in measurement.candidate.rounds],
+        "reference": [r.runner.steal_share if r.runner else None for r in measurement.reference.rounds],
+    }
+    side = side_verdicts(measurement)
+    run = GateRun(
+        design, row.scenario, status, rounds, seconds, estimate, {k: v.status for k, v in side.items()}, values
+    )
+    run.side_estimate = {k: v.estimate for k, v in side.items()}
     run.switched = switched
     run.verdict, run.notes, run.outside = outcome.status.value, list(outcome.notes), outside
+    run.steal = steal
     return run
 
 
@@ -235,7 +248,7 @@ def drivers(args: argparse.Namespace, group: str) -> Callable[[Optional[str], ob
     return factory
 
 
-def side_verdicts(m: Measurement) -> dict[str, Status]:
+def side_verdicts(m: Measurement) -> dict[str, stats.Verdict]:
     """What the other metrics say about the same rounds (one look, no sequential stopping)."""
     out = {}
     assert m.reference is not None
@@ -245,7 +258,7 @@ def side_verdicts(m: Measurement) -> dict[str, Status]:
             verdict = stats.evaluate(budget, m.candidate.values(budget.metric), m.reference.values(budget.metric))
         except (KeyError, ValueError):
             continue
-        out[name] = verdict.status
+        out[name] = verdict
     return out
 
 
@@ -614,6 +627,8 @@ def read_runs(path: Path) -> list[GateRun]:
                 verdict=doc.get("verdict", ""),
                 notes=doc.get("notes", []),
                 outside=doc.get("outside", {}),
+                steal=doc.get("steal", {}),
+                side_estimate=doc.get("side_estimate", {}),
             )
         )
     return runs
