@@ -33,6 +33,13 @@ def too_busy(row: dict) -> bool:
     return row["verdict"] == "INCONCLUSIVE" and "too busy" in " ".join(row["notes"])
 
 
+def undecidable_here(row: dict) -> bool:
+    """Whether ``row`` was left undecided because this runner's rounds spread too wide to
+    resolve its budget within the most rounds (``cannot be decided on this runner``): the
+    gate's honest answer on a noisy machine, green under the default policy."""
+    return row["verdict"] == "INCONCLUSIVE" and "cannot be decided on this runner" in " ".join(row["notes"])
+
+
 def held_back_on_a_busy_runner(result: pytest.RunResult, row: dict) -> bool:
     """Whether ``row`` was left undecided after the gate set aside the rounds a busy runner
     spoiled (``judged on the quiet rounds`` / ``alike-contended rounds``) and the run stayed

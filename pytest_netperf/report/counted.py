@@ -23,6 +23,8 @@ CountedCosts = Mapping[str, Mapping[str, CountedCost]]
 COUNTED_FACT = "counted per request"
 #: A change of one part smaller than this share of the whole cost is not named.
 NAMED_SHARE = 0.002
+#: The most parts a comparison note names.
+NAMED_PARTS = 3
 
 
 def counted_notes(
@@ -49,8 +51,10 @@ def counted_notes(
             before = other.get(tool.name, {}).get(node)
             if before is None:
                 continue
-            floor = named_floor(cost, before)
-            changes = changed_most(cost.by_name, before.by_name, floor=floor)
+            floor, floors = named_floors(cost, before)
+            every = len(cost.by_name) + len(before.by_name)
+            ranked = changed_most(cost.by_name, before.by_name, limit=every, floor=floor)
+            changes = [(name, delta) for name, delta in ranked if abs(delta) >= floors.get(name, floor)][:NAMED_PARTS]
             if changes:
                 listed = ", ".join(f"{name} {tool.format_change(delta)}" for name, delta in changes)
                 unresolved = [name for name, _ in changes if name.startswith(UNRESOLVED)]
@@ -67,13 +71,19 @@ def counted_notes(
     return notes
 
 
-def named_floor(cost: CountedCost, before: CountedCost) -> float:
-    """The smallest per-request change of one part worth naming between ``cost`` and ``before``:
-    the tool's own floor, a share of the cost, or what the repetitions of either side moved
-    by (a change inside the measured spread is not named as one)."""
+def named_floors(cost: CountedCost, before: CountedCost) -> tuple[float, dict[str, float]]:
+    """The smallest per-request change of one part worth naming between ``cost`` and
+    ``before``: the tool's own floor or a share of the cost, and, for each part that moved
+    between the repetitions of either side, what it moved by (a change inside a part's own
+    spread is not named as one; a part that held still is named even when others moved, as
+    ``connect`` +1.00 beside a ``readv`` that moved by 1.18)."""
     tool = counting_tool(cost.tool)
-    spread = max(max(c.per_request) - min(c.per_request) for c in (cost, before))
-    return max(tool.named_floor, NAMED_SHARE * before.median, spread)
+    floor = max(tool.named_floor, NAMED_SHARE * before.median)
+    floors: dict[str, float] = {}
+    for side in (cost, before):
+        for name, (low, high) in side.varying.items():
+            floors[name] = max(floors.get(name, floor), high - low)
+    return floor, floors
 
 
 def timing_note(cost: CountedCost, label: str) -> str:

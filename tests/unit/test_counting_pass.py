@@ -463,3 +463,20 @@ def test_a_clone_gets_the_bind_mounts_named_volumes_and_tmpfs_of_its_node() -> N
         "stack_cache:/cache:rw",
     ]
     assert options["tmpfs"] == {"/var/cache/nginx": "size=16m"}
+
+
+def test_a_steady_system_call_is_named_beside_one_that_moved_between_repetitions() -> None:
+    """A dropped keep-alive pool on a noisy runner: ``readv`` moved by 1.18 per request between
+    the candidate's repetitions (its total spread 8.7%), ``connect`` went from 0 to exactly 1.
+    The change inside ``readv``'s own spread is not named; ``connect``'s is."""
+    budget = parse_budget("syscalls_per_request[edge] <= 1.0x base")
+    base = CountedCost("edge", "syscalls", (7.0, 7.0, 7.0), {"epoll_wait": 2.0, "readv": 1.0, "writev": 2.0})
+    head = CountedCost(
+        "edge",
+        "syscalls",
+        (13.56, 12.83, 14.01),
+        {"epoll_wait": 2.0, "readv": 1.9, "writev": 2.0, "connect": 1.0, "close": 1.0},
+        varying={"readv": (0.83, 2.01)},
+    )
+    notes = counted_notes(budget, {"syscalls": {"edge": head}}, {"syscalls": {"edge": base}}, "base")
+    assert notes[-1] == "edge: system calls whose syscalls per request changed most vs base: close +1.00, connect +1.00"
