@@ -93,6 +93,7 @@ from scipy.stats import beta
 
 from pytest_netperf import defaults
 from pytest_netperf.budget.grammar import parse_budget
+from pytest_netperf.cpusets import cpuset_text
 from pytest_netperf.drivers import make_driver
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import InvalidMeasurement
@@ -110,7 +111,6 @@ from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.resources import usable_cores
 from pytest_netperf.runtime.running import RunningTopology
 from pytest_netperf.topology.model import Node, Target, Topology
-from pytest_netperf.topology.resources import cpuset_text
 from pytest_netperf.verdict import stats
 from pytest_netperf.verdict.status import Status
 

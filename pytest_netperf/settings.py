@@ -15,13 +15,13 @@ from typing import Any, Mapping, Optional
 
 from pytest_netperf import defaults
 from pytest_netperf.baseline.machine import check_class_name
+from pytest_netperf.cpusets import cpuset_text, parse_cpuset
 from pytest_netperf.drivers import HTTP_DRIVER_NAMES
 from pytest_netperf.drivers.locust.worker_service import parse_master
 from pytest_netperf.measure.design import DESIGNS
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.runtime.machine_speed import SPEED_THRESHOLD
 from pytest_netperf.runtime.resources import default_split, usable_cores
-from pytest_netperf.topology.resources import cpuset_text, parse_cpuset
 from pytest_netperf.verdict.policy import POLICIES
 
 DRIVERS = HTTP_DRIVER_NAMES

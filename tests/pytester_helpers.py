@@ -27,17 +27,20 @@ def json_report(pytester: pytest.Pytester, name: str = "results.json") -> dict:
     return json.loads((pytester.path / name).read_text())
 
 
-def too_busy(row: dict) -> bool:
-    """Whether ``row`` (a JSON report row) was left undecided because the runner was too busy
-    for it: the gate's honest answer on a busy machine, green under the default policy."""
-    return row["verdict"] == "INCONCLUSIVE" and "too busy" in " ".join(row["notes"])
+#: Why a gate leaves a budget undecided on a busy or noisy runner, as its notes say it: the
+#: runner took too much of the machine for the rounds (validity), or the rounds spread too wide
+#: to resolve the budget within the most rounds (the verdict's early stop).
+TOO_BUSY = "too busy"
+UNDECIDABLE_HERE = "cannot be decided on this runner"
+RUNNER_REASONS = (TOO_BUSY, UNDECIDABLE_HERE)
 
 
-def undecidable_here(row: dict) -> bool:
-    """Whether ``row`` was left undecided because this runner's rounds spread too wide to
-    resolve its budget within the most rounds (``cannot be decided on this runner``): the
-    gate's honest answer on a noisy machine, green under the default policy."""
-    return row["verdict"] == "INCONCLUSIVE" and "cannot be decided on this runner" in " ".join(row["notes"])
+def undecided_for(row: dict, *reasons: str) -> bool:
+    """Whether ``row`` (a JSON report row) is INCONCLUSIVE with notes that give one of
+    ``reasons`` (by default either of :data:`RUNNER_REASONS`): the gate's honest answer on a
+    busy or noisy machine, green under the default policy."""
+    notes = " ".join(row["notes"])
+    return row["verdict"] == "INCONCLUSIVE" and any(reason in notes for reason in reasons or RUNNER_REASONS)
 
 
 def held_back_on_a_busy_runner(result: pytest.RunResult, row: dict) -> bool:
@@ -52,12 +55,14 @@ def held_back_on_a_busy_runner(result: pytest.RunResult, row: dict) -> bool:
 
 def caught(result: pytest.RunResult, row: dict) -> bool:
     """A regression's row: True when it FAILed and the run is red; False when the runner was too
-    busy to decide it (:func:`too_busy`, e.g. beside busy-neighbor) or the rounds it left
+    busy to decide it (:func:`undecided_for` ``TOO_BUSY``, e.g. beside busy-neighbor) or the rounds it left
     undecided were judged apart from the busy ones and the run is red
     (:func:`held_back_on_a_busy_runner`); anything else (a PASS, an undecided verdict on a
     quiet runner) fails the calling test."""
     if row["verdict"] == "FAIL":
         assert result.ret == 1, result.stdout.str()[-3000:]
         return True
-    assert too_busy(row) or held_back_on_a_busy_runner(result, row), f"{row}\n{result.stdout.str()[-3000:]}"
+    assert undecided_for(row, TOO_BUSY) or held_back_on_a_busy_runner(result, row), (
+        f"{row}\n{result.stdout.str()[-3000:]}"
+    )
     return False

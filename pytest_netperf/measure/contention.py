@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Optional
 
+from pytest_netperf.cpusets import parse_cpuset
 from pytest_netperf.drivers.base import Driver
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.runtime.resources import usable_cores
-from pytest_netperf.topology.resources import parse_cpuset
 
 #: The stack under test counts as holding the CPUs when it used at least this share of the
 #: cores it shares with the load driver during the round (its cgroups miss part of the

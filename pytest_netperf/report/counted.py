@@ -52,9 +52,7 @@ def counted_notes(
             if before is None:
                 continue
             floor, floors = named_floors(cost, before)
-            every = len(cost.by_name) + len(before.by_name)
-            ranked = changed_most(cost.by_name, before.by_name, limit=every, floor=floor)
-            changes = [(name, delta) for name, delta in ranked if abs(delta) >= floors.get(name, floor)][:NAMED_PARTS]
+            changes = changed_most(cost.by_name, before.by_name, limit=NAMED_PARTS, floor=floor, floors=floors)
             if changes:
                 listed = ", ".join(f"{name} {tool.format_change(delta)}" for name, delta in changes)
                 unresolved = [name for name, _ in changes if name.startswith(UNRESOLVED)]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Optional
 
 from pytest_netperf import defaults
 from pytest_netperf.results.stacks import heaviest, marginal_stacks
@@ -233,10 +233,16 @@ def implausible(cost: CountedCost) -> str:
 
 
 def changed_most(
-    candidate: Mapping[str, float], reference: Mapping[str, float], limit: int = 3, floor: float = 0.5
+    candidate: Mapping[str, float],
+    reference: Mapping[str, float],
+    limit: int = 3,
+    floor: float = 0.5,
+    floors: Optional[Mapping[str, float]] = None,
 ) -> list[tuple[str, float]]:
     """The names whose per-request cost changed most (candidate - reference), largest first;
-    changes smaller than ``floor`` per request are left out."""
+    a change smaller than its name's entry in ``floors`` (``floor`` for a name without one) per
+    request is left out."""
     deltas = {name: candidate.get(name, 0.0) - reference.get(name, 0.0) for name in set(candidate) | set(reference)}
     ranked = sorted(deltas.items(), key=lambda item: (-abs(item[1]), item[0]))
-    return [(name, delta) for name, delta in ranked if abs(delta) >= floor][:limit]
+    named = (floors or {}).get
+    return [(name, delta) for name, delta in ranked if abs(delta) >= named(name, floor)][:limit]

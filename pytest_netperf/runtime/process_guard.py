@@ -27,8 +27,8 @@ import signal
 import sys
 from typing import Callable, Optional
 
+from pytest_netperf.cpusets import cpuset_text, parse_cpuset
 from pytest_netperf.runtime.resources import usable_cores
-from pytest_netperf.topology.resources import cpuset_text, parse_cpuset
 
 #: ``PR_SET_PDEATHSIG`` from ``<linux/prctl.h>``.
 _PR_SET_PDEATHSIG = 1

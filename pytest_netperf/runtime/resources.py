@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from typing import Literal
 
-from pytest_netperf.topology.resources import cpuset_text, parse_cpuset
+from pytest_netperf.cpusets import cpuset_text, parse_cpuset
 
 #: Below this many usable cores the driver and the system under test share all of them.
 #: Split 1:1 on 2 cores, the driver's one thread saturated (95-98% CPU) in closed-loop rounds

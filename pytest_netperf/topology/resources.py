@@ -12,7 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-_CPUSET = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+from pytest_netperf.cpusets import is_cpuset
+
 _MEMORY = re.compile(r"^(\d+)([bkmg]?)$", re.IGNORECASE)
 _MEMORY_FACTORS = {"": 1, "b": 1, "k": 1024, "m": 1024**2, "g": 1024**3}
 
@@ -35,7 +36,7 @@ class Resources:
         problems: list[str] = []
         if self.cpus is not None and not (isinstance(self.cpus, (int, float)) and self.cpus > 0):
             problems.append(f"cpus must be a positive number, got {self.cpus!r}")
-        if self.cpuset is not None and not _CPUSET.match(str(self.cpuset)):
+        if self.cpuset is not None and not is_cpuset(str(self.cpuset)):
             problems.append(f"cpuset must look like '0-1' or '0,2', got {self.cpuset!r}")
         if self.memory is not None and memory_bytes(self.memory) is None:
             problems.append(f"memory must look like '512m' or '2g', got {self.memory!r}")
@@ -117,25 +118,3 @@ def memory_bytes(value: str | int) -> int | None:
     if not match or int(match.group(1)) <= 0:
         return None
     return int(match.group(1)) * _MEMORY_FACTORS[match.group(2).lower()]
-
-
-def cpuset_text(cores: list[int]) -> str:
-    """``[0, 1, 2, 5]`` -> ``0-2,5``."""
-    parts: list[str] = []
-    for core in sorted(set(cores)):
-        if parts and parts[-1].split("-")[-1] == str(core - 1):
-            parts[-1] = f"{parts[-1].split('-')[0]}-{core}"
-        else:
-            parts.append(str(core))
-    return ",".join(parts)
-
-
-def parse_cpuset(text: str) -> list[int]:
-    """``0-2,5`` -> ``[0, 1, 2, 5]``; ValueError for anything else."""
-    if not _CPUSET.match(text.strip()):
-        raise ValueError(f"not a cpuset: {text!r}")
-    cores: list[int] = []
-    for part in text.strip().split(","):
-        low, _, high = part.partition("-")
-        cores.extend(range(int(low), int(high or low) + 1))
-    return sorted(set(cores))

@@ -173,11 +173,15 @@ def test_unchanged_tls_edge_is_green_within_one_percent(pytester: pytest.Pyteste
         else:  # millions of instructions a handshake: 0.01-0.2% apart
             assert instructions["verdict"] == "PASS", instructions
         # system calls depend on timing over TLS (a side's repetitions 1-8% apart, medians up to
-        # 5.7% apart here): PASS, or undecided with the reason and no change inside the range
+        # 5.7% apart here): PASS, or undecided with the reason and no change inside the range. The
+        # reason is either a side's repetitions spreading past a count's resolution, or (each side
+        # within it, 0.94% and 0.83% in a CI rehearsal on an Intel KVM guest) the ratio's range,
+        # [0.990x, 1.007x], being wider than the 1% the verdict allows a count
         syscalls = rows[(load, SYSCALLS)]
         assert syscalls["verdict"] in GREEN, syscalls
         if syscalls["verdict"] == "INCONCLUSIVE":
-            assert "depend on timing" in notes(syscalls), syscalls["notes"]
+            said = notes(syscalls)
+            assert "depend on timing" in said or "not deterministic enough here to decide" in said, syscalls["notes"]
             assert syscalls["raw"]["ci_low"] <= 1.0 <= syscalls["raw"]["ci_high"], syscalls
         assert rows[(load, "errors == 0")]["verdict"] == "PASS"
 

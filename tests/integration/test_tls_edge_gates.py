@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from docker_helpers import assert_no_leftovers, skip_without_images
-from pytester_helpers import json_report, netperf_args, undecidable_here
+from pytester_helpers import json_report, netperf_args, undecided_for
 
 pytestmark = pytest.mark.docker
 
@@ -116,7 +116,7 @@ def test_unchanged_tls_edge_passes_and_no_resumption_or_rsa_4096_fails(
     # PASS, or on a runner whose closed-loop rounds spread too wide to resolve 30% (an Intel KVM
     # guest: [0.842x, 1.437x] over 8 rounds, other processes 0.02 cores) the gate's honest
     # undecided answer, green
-    assert unchanged["verdict"] == "PASS" or undecidable_here(unchanged), unchanged
+    assert unchanged["verdict"] == "PASS" or undecided_for(unchanged), unchanged
     assert regressed["verdict"] == "FAIL", regressed
     assert rows[("test_tls_edge[no-resumption]", "errors == 0")]["verdict"] == "PASS"
     rsa_4096 = rows[("test_rsa_4096_instead_of_ecdsa", budget)]
@@ -146,7 +146,7 @@ def test_unchanged_haproxy_tls_edge_passes(
     # guest in CI: [0.619x, 1.948x] over 4 rounds, other processes 0.02 cores), the gate's
     # honest undecided answer, green
     cpu = rows["cpu_per_request[gw] <= 1.3x reference"]
-    assert cpu["verdict"] == "PASS" or undecidable_here(cpu), cpu
+    assert cpu["verdict"] == "PASS" or undecided_for(cpu), cpu
     assert result.ret == 0, result.stdout.str()[-3000:]
     assert_no_leftovers(tmp_path, "gateway-haproxy-w1-tls-ecdsa-p256")
 

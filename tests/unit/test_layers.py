@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "pytest_netperf"
 #: Bottom to top; a module may import its own layer and the layers below it. ``(root)`` is
 #: the public API (``pytest_netperf/__init__.py``), which gathers names from every layer.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("errors", "defaults", "atomic_file", "version", "tls_options"),
+    ("errors", "defaults", "atomic_file", "version", "tls_options", "cpusets"),
     ("engine", "results"),
     ("budget", "topology"),
     ("images", "revision"),
