@@ -32,6 +32,7 @@ from pytest_netperf.measure.validity import (
     given_back,
     judged_on_even_pairs,
     left_out_note,
+    scaled_up,
     taken_cores,
     taken_text,
     undecided_on_this_runner,
@@ -215,10 +216,50 @@ class TimedRounds:
         kind = "whose two turns met different neighbours" if even_pairs else "measured while the runner was busy"
         why = f"{len(busy)} of {total} round(s) {kind} ({last})"
         if total - len(skip) - len(busy) < MIN_KEPT_ROUNDS:
-            return undecided_on_this_runner(b, why, self.settings.confidence)
+            unexplained = self._judge_unexplained_miss(m, b, skip, look, why) if even_pairs else None
+            return unexplained or undecided_on_this_runner(b, why, self.settings.confidence)
         verdict = self._judge(m, b, skip | set(busy), *look)
         rest = "alike-contended rounds" if even_pairs else "quiet rounds"
         note = f"judged on the {rest}: {why} left out"
+        return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
+
+    def _judge_unexplained_miss(
+        self, m: Measurement, b: Budget, skip: set[int], look: tuple[int, int, Optional[int]], why: str
+    ) -> Optional[stats.Verdict]:
+        """A rate floor against a side measured in turns, left with too few alike-contended pairs:
+        its FAIL over every pair when the miss stays with each of the change's turns given the
+        cores that other processes and steal took from it (:func:`validity.scaled_up`) and the
+        other side's turns as measured, the most the runner can explain in the change's favour
+        (a turn of the other side that met the neighbour only measured it lower). None when
+        that does not FAIL: the budget stays undecided on this runner."""
+        if b.op not in (">=", ">"):
+            return None
+        index = [i for i in range(len(m.candidate.rounds)) if i not in skip]
+        others = [s for s in m.series() if s is not m.candidate]  # their overlap is read off the clock
+        taken = [taken_cores(m.candidate.rounds[i], [s.rounds[i] for s in others if len(s.rounds) > i]) for i in index]
+        known = [t for t in taken if t is not None]
+        verdict = self._judge(m, b, skip, *look)
+        if not known or len(known) != len(taken) or verdict.status is not Status.FAIL:
+            return None
+        candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
+        adjusted = scaled_up(candidate, known)
+        if adjusted is None:
+            return None
+        first, looks, max_rounds = look
+        again = stats.evaluate(
+            replace(b, comparison="reference"),
+            adjusted,
+            reference=against,
+            confidence=self.settings.confidence,
+            looks=looks,
+            look_index=first,
+            hops=m.hops if b.per_hop else None,
+            max_rounds=max_rounds,
+        )
+        if again.status is not Status.FAIL:
+            return None
+        figure = f"given back, {b.metric} would measure {b.format_value(again.estimate)}"
+        note = f"{why} kept: {taken_text(known)} in the change's turns; {figure}: the runner does not explain the miss"
         return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
 
     def _judge_given_back(

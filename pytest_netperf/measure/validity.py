@@ -299,7 +299,15 @@ def given_back(values: Sequence[float], taken: Sequence[tuple[float, int]]) -> O
     cores = max(c for _, c in taken)
     if sum(t for t, _ in taken) / len(taken) < EXPLAINING_TAKEN_SHARE * cores:
         return None
-    if any(t > MAX_TAKEN_SHARE * c for t, c in taken):
+    return scaled_up(values, taken)
+
+
+def scaled_up(values: Sequence[float], taken: Sequence[tuple[float, int]]) -> Optional[list[float]]:
+    """Each round's rate x cores / (cores - taken): what it would have measured had the cores
+    taken from it been the test's, at most (a round loses less than that to a neighbour: the
+    stack never uses every core). None when a round lost more than :data:`MAX_TAKEN_SHARE` of
+    them or the lengths differ."""
+    if len(values) != len(taken) or any(t > MAX_TAKEN_SHARE * c for t, c in taken):
         return None
     return [v * c / (c - t) for v, (t, c) in zip(values, taken, strict=True)]
 

@@ -94,9 +94,16 @@ def netperf_docker(
         core_split=containers_split(session.driver_cpus if session is not None else "auto"),
         priority=priority,
     )
-    # the test CA's key files go too: a killed session must not leave them in the temp folder
-    restore_signals = _install_signal_cleanup(session_id, runtime.close_test_ca)
-    last_resort = _register_atexit(session_id, runtime.close_test_ca)
+
+    def release() -> None:
+        """What a killed session must not leave behind beyond its containers and networks: the
+        test CA's key files in the temporary folder and the weighted cgroup's folders."""
+        runtime.close_test_ca()
+        if priority is not None:
+            priority.close(attempts=5)
+
+    restore_signals = _install_signal_cleanup(session_id, release)
+    last_resort = _register_atexit(session_id, release)
     try:
         yield runtime
     finally:

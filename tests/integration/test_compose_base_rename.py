@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 from docker_helpers import skip_without_compose_stack_parts, team_repo
-from pytester_helpers import json_report, netperf_args
+from pytester_helpers import json_report, netperf_args, undecided_for
 
 pytestmark = pytest.mark.docker
 
@@ -60,5 +60,7 @@ def test_a_renamed_service_is_measured_at_head_and_new_against_the_base(
     assert by_test[("test_backend", "errors == 0")]["verdict"] == "PASS"  # the head is measured
     (measured,) = doc["results"]["test_gate.py::test_backend"]
     assert measured["series"]["candidate"]["rounds"], "the head's backend was measured"
+    # the service both revisions have is judged against its twin: PASS, or on a runner too busy
+    # for its rounds (hypervisor steal 27-40% in a CI rehearsal) undecided with that reason
     edge = by_test[("test_edge", "rps >= 0.5x base")]
-    assert (edge["verdict"], edge["reference"]) == ("PASS", "base"), edge
+    assert edge["reference"] == "base" and (edge["verdict"] == "PASS" or undecided_for(edge)), edge

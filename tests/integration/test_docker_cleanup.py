@@ -18,6 +18,7 @@ from docker_helpers import get, interruptible, leftovers, session_leftovers
 from pytest_netperf.engine import labels as L
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import RuntimeUnavailable
+from pytest_netperf.runtime.cgroups import cgroup_mounts
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.running import TopologyStartError
@@ -136,6 +137,7 @@ def test_signal_mid_test_removes_everything(tmp_path: Path, client: DockerClient
     try:
         info = _wait_for(marker, process, log)
         assert len(session_leftovers(client, info["session"])) == 3  # network + echo + gateway
+        weighted = session_cgroups(info["session"])  # none where the group cannot be had (systemd driver)
         process.send_signal(signum)
         returncode = process.wait(timeout=CHILD_EXIT_S)
         expected = -signal.SIGTERM if signum == signal.SIGTERM else 2  # pytest: "interrupted"
@@ -143,10 +145,20 @@ def test_signal_mid_test_removes_everything(tmp_path: Path, client: DockerClient
         assert session_leftovers(client, info["session"]) == []
         assert leftovers(client, f"{L.PID}={info['pid']}") == []
         assert list(temp.glob("netperf-test-ca-*")) == [], "the test CA's key files outlived the session"
+        assert session_cgroups(info["session"]) == [], f"the weighted cgroup outlived the session: {weighted}"
     finally:
         _stop(process)
         if info:
             clean_session(info["session"], client)
+
+
+def session_cgroups(session: str) -> list[Path]:
+    """The folders of ``session``'s weighted cgroup (``netperf-<session>``) left in any cgroup
+    hierarchy, at the top or one level down (below a CPU quota's group)."""
+    found: list[Path] = []
+    for mount in cgroup_mounts(Path("/proc/self/mountinfo")):
+        found += [path for pattern in ("", "*/") for path in mount.point.glob(f"{pattern}netperf-{session}")]
+    return found
 
 
 def test_session_end_removes_everything(tmp_path: Path, client: DockerClient) -> None:
