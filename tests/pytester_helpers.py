@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from pytest_netperf.measure.validity import BUSY_OUTSIDE_SHARE, BUSY_STEAL_SHARE
+
 
 def netperf_args(rounds: int, max_rounds: int, duration: str, warmup: str, *more: str) -> list[str]:
     """The options of a short netperf run in a pytester subprocess: ``rounds`` to ``max_rounds``
@@ -41,6 +43,18 @@ def undecided_for(row: dict, *reasons: str) -> bool:
     busy or noisy machine, green under the default policy."""
     notes = " ".join(row["notes"])
     return row["verdict"] == "INCONCLUSIVE" and any(reason in notes for reason in reasons or RUNNER_REASONS)
+
+
+def on_a_busy_runner(row: dict) -> bool:
+    """Whether ``row``'s rounds ran on a runner busy by the gate's own rule: the hypervisor stole
+    :data:`~pytest_netperf.measure.validity.BUSY_STEAL_SHARE` of the time or more, or other
+    processes held :data:`~pytest_netperf.measure.validity.BUSY_OUTSIDE_SHARE` of the cores."""
+    runner = row.get("runner") or {}
+    if not runner:
+        return False
+    steal = runner.get("steal_share") or 0.0
+    others = runner.get("other_cores") or 0.0
+    return steal >= BUSY_STEAL_SHARE or others >= BUSY_OUTSIDE_SHARE * runner["cores"]
 
 
 def held_back_on_a_busy_runner(result: pytest.RunResult, row: dict) -> bool:
