@@ -211,7 +211,10 @@ def test_saturated_driver_invalidates_the_measurement(
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url)
     result = _run(pytester)
     result.stdout.fnmatch_lines(["*INVALID: 'p50 < 50ms': no verdict*"])
-    result.stdout.fnmatch_lines(["*(round 1): the load driver was saturated*p50 measured the driver, not the target*"])
+    # the note names one saturated round (round 2 in a CI rehearsal beside 0.88 cores of other processes)
+    result.stdout.fnmatch_lines(
+        ["*(round [0-9]): the load driver was saturated*p50 measured the driver, not the target*"]
+    )
     result.stdout.fnmatch_lines(["*p50 < 50ms*INVALID*"])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
