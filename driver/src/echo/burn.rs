@@ -12,9 +12,12 @@
 //! 4,559-7,985 requests/s over one connection, `burn=150us`, clocked, at 5,285-5,381), and
 //! two identical echo containers whose threads had calibrated at different moments burned
 //! different amounts (an A/A throughput gate between them read 1.06-1.19x). The calibration
-//! is therefore the process's, the fastest trial of any of its threads so far, with one more
-//! trial every [`RECALIBRATE_EVERY`] short burns of a thread.
+//! is therefore the process's, the fastest trial of any of its threads so far. One more trial
+//! is due every [`RECALIBRATE_EVERY`] short burns of the process, and an event loop runs it
+//! when it has nothing to serve ([`calibrate_if_due`]): a trial takes about a millisecond, which
+//! inside a request would be a latency outlier the gate then measures.
 
+#[cfg(test)]
 use std::cell::Cell;
 use std::hint::black_box;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,18 +30,18 @@ const MIN_BATCH: f64 = 256.0;
 const CALIBRATION_ITERATIONS: u64 = 1 << 20;
 /// Calibration trials on first use; the fastest wins (a preempted or contended trial only looks slower).
 const CALIBRATION_TRIALS: usize = 5;
-/// One more calibration trial after this many short burns of a thread (about 0.1% more CPU
-/// at 1 µs burns, less at longer ones).
+/// One more calibration trial is due after this many short burns of the process (at most
+/// about 0.1% more CPU at 1 µs burns, less at longer ones).
 pub const RECALIBRATE_EVERY: u64 = 1 << 14;
 
 /// Spin iterations per nanosecond of CPU time, the fastest trial of this process so far, as
 /// the bits of an `f64` (0 until calibrated; positive floats order like their bits).
 static ITERATIONS_PER_NS: AtomicU64 = AtomicU64::new(0);
 
-thread_local! {
-    /// Short burns this thread has run (a calibration trial every [`RECALIBRATE_EVERY`]).
-    static SHORT_BURNS: Cell<u64> = const { Cell::new(0) };
-}
+/// Short burns this process has run.
+static SHORT_BURNS: AtomicU64 = AtomicU64::new(0);
+/// [`SHORT_BURNS`] when the last calibration trial was claimed.
+static CALIBRATED_AT: AtomicU64 = AtomicU64::new(0);
 
 #[cfg(test)]
 thread_local! {
@@ -91,19 +94,38 @@ fn iterations_per_ns() -> f64 {
     f64::from_bits(ITERATIONS_PER_NS.load(Ordering::Relaxed))
 }
 
+/// Whether [`RECALIBRATE_EVERY`] short burns have run since the last calibration trial.
+pub fn calibration_due() -> bool {
+    let last = CALIBRATED_AT.load(Ordering::Relaxed);
+    SHORT_BURNS.load(Ordering::Relaxed).saturating_sub(last) >= RECALIBRATE_EVERY
+}
+
+/// Run one calibration trial when one is due and no other thread has claimed it; call it where
+/// a thread has nothing else to do (an event loop with no events ready), never inside a request.
+/// True when this call ran the trial.
+pub fn calibrate_if_due() -> bool {
+    let burns = SHORT_BURNS.load(Ordering::Relaxed);
+    let last = CALIBRATED_AT.load(Ordering::Relaxed);
+    if burns.saturating_sub(last) < RECALIBRATE_EVERY {
+        return false;
+    }
+    if CALIBRATED_AT
+        .compare_exchange(last, burns, Ordering::Relaxed, Ordering::Relaxed)
+        .is_err()
+    {
+        return false; // another thread claimed this trial
+    }
+    calibration_trial();
+    true
+}
+
 /// Spend `ns` nanoseconds of this thread's CPU time.
 pub fn burn(ns: u64) {
     if ns == 0 {
         return;
     }
     if ns < CLOCKED_FROM_NS {
-        let count = SHORT_BURNS.with(|burns| {
-            burns.set(burns.get() + 1);
-            burns.get()
-        });
-        if count.is_multiple_of(RECALIBRATE_EVERY) {
-            calibration_trial();
-        }
+        SHORT_BURNS.fetch_add(1, Ordering::Relaxed);
         spin((ns as f64 * iterations_per_ns()).round() as u64);
         return;
     }
@@ -123,6 +145,10 @@ pub fn burn(ns: u64) {
 mod tests {
     use super::*;
 
+    /// Held by the tests that count the process's short burns and trials (tests run in
+    /// parallel threads of one process).
+    static COUNTERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn burns_at_least_the_asked_cpu_time() {
         let before = thread_cpu_ns();
@@ -134,14 +160,15 @@ mod tests {
 
     #[test]
     fn short_burns_read_no_clock() {
+        let _counters = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
         // A clock read costs about a microsecond here: one per 1 us burn would double it. Counted,
         // not timed, so a busy machine cannot fail it (a timed 10,000-burn version once measured
-        // 1.88x on a loaded CI runner with no change).
+        // 1.88x on a loaded CI runner with no change). Past RECALIBRATE_EVERY of them a trial is
+        // only due: a burn never runs it.
         iterations_per_ns(); // the first calibration reads the clock, once per process
         let reads = || CLOCK_READS.with(Cell::get);
-        SHORT_BURNS.with(|burns| burns.set(0));
         let before = reads();
-        for _ in 0..RECALIBRATE_EVERY - 1 {
+        for _ in 0..RECALIBRATE_EVERY + 1 {
             burn(1_000);
         }
         assert_eq!(reads() - before, 0, "short burns read the thread-CPU clock");
@@ -160,17 +187,35 @@ mod tests {
     }
 
     #[test]
-    fn short_burns_calibrate_again_and_keep_the_fastest() {
+    fn a_due_calibration_runs_once_outside_the_burns_and_keeps_the_fastest() {
+        let _counters = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
         let first = iterations_per_ns();
         let reads = || CLOCK_READS.with(Cell::get);
-        SHORT_BURNS.with(|burns| burns.set(RECALIBRATE_EVERY - 1));
+        for _ in 0..RECALIBRATE_EVERY {
+            burn(1_000);
+        }
+        assert!(
+            calibration_due(),
+            "a trial is due after RECALIBRATE_EVERY short burns"
+        );
         let before = reads();
-        burn(1_000); // the RECALIBRATE_EVERY-th short burn of this thread
-        assert_eq!(reads() - before, 2, "one more calibration trial");
+        assert!(calibrate_if_due(), "the due trial runs");
+        assert_eq!(reads() - before, 2, "one calibration trial");
+        assert!(!calibrate_if_due(), "and only once");
         assert!(
             iterations_per_ns() >= first,
             "a slower trial lowered the calibration"
         );
+    }
+
+    #[test]
+    fn no_trial_runs_before_one_is_due() {
+        let _counters = COUNTERS.lock().unwrap_or_else(|e| e.into_inner());
+        CALIBRATED_AT.fetch_max(SHORT_BURNS.load(Ordering::Relaxed), Ordering::Relaxed);
+        let reads = || CLOCK_READS.with(Cell::get);
+        let before = reads();
+        assert!(!calibrate_if_due());
+        assert_eq!(reads() - before, 0);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use mio::net::TcpListener;
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
+use super::burn;
 use super::inbound::{Inbound, Protocol, Step};
 use super::upstream::{UpOutcome, UpState, Upstream};
 use super::Shared;
@@ -97,11 +98,22 @@ impl Worker {
                 }
                 None => None,
             };
-            if let Err(e) = self.poll.poll(&mut events, timeout) {
+            // a due calibration trial of short burns runs only when nothing is ready to serve
+            let calibrate = burn::calibration_due() && timeout != Some(std::time::Duration::ZERO);
+            let wait = if calibrate {
+                Some(std::time::Duration::ZERO)
+            } else {
+                timeout
+            };
+            if let Err(e) = self.poll.poll(&mut events, wait) {
                 if e.kind() == io::ErrorKind::Interrupted {
                     continue;
                 }
                 return Err(e);
+            }
+            if calibrate && events.is_empty() {
+                burn::calibrate_if_due();
+                continue;
             }
             for ev in events.iter() {
                 match ev.token() {
