@@ -96,10 +96,11 @@ def test_echo_against_itself_passes_and_burn_10us_fails(
     burnt = pytester.runpytest_subprocess(*RUN, "-k", "echo_cpu")
     failed = rows(pytester)["cpu_per_request[echo] <= 1.05x reference"]
     if failed["verdict"] == "INCONCLUSIVE" and on_a_busy_runner(failed):
-        # a CI rehearsal with the hypervisor stealing 21% of the time: 1.240x, [1.066x, 1.442x]
-        # over 40 rounds, a FAIL at p=0.025 that Holm's correction over the session's 3 budgets
-        # took back; undecided, pointing at the change, never a PASS
-        assert failed["raw"]["estimate"] > 1.05 and failed["raw"]["ci_high"] > 1.05, failed
+        # with the hypervisor stealing 21% of the time: 1.240x, [1.066x, 1.442x] over 40 rounds,
+        # a FAIL at p=0.025 that Holm's correction over the session's 3 budgets took back; at 27%:
+        # 0.971x, [0.740x, 1.273x] over 13 rounds, "cannot be decided on this runner". Undecided,
+        # its interval holding the change, never a PASS
+        assert failed["raw"]["ci_high"] > 1.1, failed
         return
     assert burnt.ret == 1, burnt.stdout.str()[-3000:]
     assert failed["verdict"] == "FAIL", failed
