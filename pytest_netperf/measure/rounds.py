@@ -234,12 +234,9 @@ class TimedRounds:
         that does not FAIL: the budget stays undecided on this runner."""
         if b.op not in (">=", ">"):
             return None
-        index = [i for i in range(len(m.candidate.rounds)) if i not in skip]
-        others = [s for s in m.series() if s is not m.candidate]  # their overlap is read off the clock
-        taken = [taken_cores(m.candidate.rounds[i], [s.rounds[i] for s in others if len(s.rounds) > i]) for i in index]
-        known = [t for t in taken if t is not None]
+        known = _candidate_taken(m, skip)
         verdict = self._judge(m, b, skip, *look)
-        if not known or len(known) != len(taken) or verdict.status is not Status.FAIL:
+        if not known or verdict.status is not Status.FAIL:
             return None
         candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
         adjusted = scaled_up(candidate, known)
@@ -276,11 +273,8 @@ class TimedRounds:
         within the budget, the runner's contention explains the miss: undecided on this
         runner, with the figures. Otherwise ``verdict`` stands, saying that the contention does
         not explain it."""
-        index = [i for i in range(len(m.candidate.rounds)) if i not in skip]
-        others = [s for s in m.series() if s is not m.candidate]  # their overlap is read off the clock
-        taken = [taken_cores(m.candidate.rounds[i], [s.rounds[i] for s in others if len(s.rounds) > i]) for i in index]
-        known = [t for t in taken if t is not None]
-        if len(known) != len(taken):
+        known = _candidate_taken(m, skip)
+        if known is None:
             return verdict
         candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
         adjusted = given_back(candidate, known)
@@ -406,3 +400,16 @@ class TimedRounds:
         return lambda: run_with_runner_state(
             lambda: run_with_costs(run, series.costs, where, self.read_costs, self._notes)
         )
+
+
+def _candidate_taken(m: Measurement, skip: set[int]) -> Optional[list[tuple[float, int]]]:
+    """The cores that other processes and steal took during each of the candidate's rounds
+    but those in ``skip`` (validity.taken_cores), or None when any round's is unknown."""
+    others = [s for s in m.series() if s is not m.candidate]  # their overlap is read off the clock
+    taken = [
+        taken_cores(m.candidate.rounds[i], [s.rounds[i] for s in others if len(s.rounds) > i])
+        for i in range(len(m.candidate.rounds))
+        if i not in skip
+    ]
+    known = [t for t in taken if t is not None]
+    return known if len(known) == len(taken) else None
