@@ -160,17 +160,33 @@ class TimedRounds:
     ) -> stats.Verdict:
         """``b`` judged on the rounds of ``m`` but those in ``skip``, at look ``look`` of ``looks``."""
         candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
+        attempts = pooled_weights(b.metric, m.candidate.kept_rounds(skip))
+        return self._evaluate(m, b, candidate, against, look, looks, max_rounds, attempts)
+
+    def _evaluate(
+        self,
+        m: Measurement,
+        b: Budget,
+        candidate: Sequence[float],
+        against: Optional[Sequence[float]],
+        look: int,
+        looks: int,
+        max_rounds: Optional[int],
+        attempts: Optional[Sequence[float]] = None,
+    ) -> stats.Verdict:
+        """``b`` judged on ``candidate`` against ``against``: the other side's values when ``m``
+        measured one in this run (paired rounds), else a stored baseline's (or None)."""
         paired = m.judged_series(b) is not None  # measured in the same interleaved rounds
         return stats.evaluate(
             replace(b, comparison="reference") if paired else b,
-            candidate,
-            reference=against if paired else None,
-            baseline=None if paired else against,
+            list(candidate),
+            reference=list(against) if paired and against is not None else None,
+            baseline=None if paired or against is None else list(against),
             confidence=self.settings.confidence,
             looks=looks,
             look_index=look,
             hops=m.hops if b.per_hop else None,
-            attempts=pooled_weights(b.metric, m.candidate.kept_rounds(skip)),
+            attempts=attempts,
             max_rounds=max_rounds,
         )
 
@@ -242,17 +258,7 @@ class TimedRounds:
         adjusted = scaled_up(candidate, known)
         if adjusted is None:
             return None
-        first, looks, max_rounds = look
-        again = stats.evaluate(
-            replace(b, comparison="reference"),
-            adjusted,
-            reference=against,
-            confidence=self.settings.confidence,
-            looks=looks,
-            look_index=first,
-            hops=m.hops if b.per_hop else None,
-            max_rounds=max_rounds,
-        )
+        again = self._evaluate(m, b, adjusted, against, *look)
         if again.status is not Status.FAIL:
             return None
         figure = f"given back, {b.metric} would measure {b.format_value(again.estimate)}"
@@ -280,17 +286,7 @@ class TimedRounds:
         adjusted = given_back(candidate, known)
         if adjusted is None:
             return verdict
-        first, looks, max_rounds = look
-        again = stats.evaluate(
-            b,
-            adjusted,
-            baseline=against,
-            confidence=self.settings.confidence,
-            looks=looks,
-            look_index=first,
-            hops=m.hops if b.per_hop else None,
-            max_rounds=max_rounds,
-        )
+        again = self._evaluate(m, b, adjusted, against, *look)
         figure = f"given back, {b.metric} would measure {b.format_value(again.estimate)}"
         if again.status is Status.PASS or (again.status is Status.INCONCLUSIVE and b.satisfied_by(again.estimate)):
             why = f"{taken_text(known)} during its {len(known)} round(s); {figure}, within the budget"
