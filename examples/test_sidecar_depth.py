@@ -53,7 +53,13 @@ RATES = (
 #: busy`, on half the CPU) measured 0.72-1.10 ms per hop at 0.6x (fewer requests
 #: wake idle cores more often) and 0.46-1.08 ms at 2x (nearer the knee), against 0.45-0.99 ms
 #: at the sweep's 1x; a 1.10 ms run was red against the sweep's 1 ms with no change. 1.5 ms
-#: is a third above the worst of them.
+#: is a third above the worst of them. Like the sweep, an undecided rate warns instead of
+#: failing (``inconclusive="warn"``; a FAIL still fails): an idle run on a KVM guest whose
+#: driver was re-scheduled 6-17 ms late in 7 reference rounds measured 4.98 ms per hop at 2x,
+#: interval [0.83 ms, 9.14 ms] over 12 rounds, with no change; three runs right after it
+#: were green. An added amount has no "no change" point between two different chains (the
+#: sidecars always add some), so the default policy judges it by its estimate: a coin flip
+#: on a run whose host stalls for milliseconds.
 RATE_TEST_BUDGET = "p90_added <= 1.5ms per hop"
 #: The study's load generator sends at a constant rate. Poisson gaps (the plugin's default)
 #: bunch requests, which queue behind each other in the 6 Envoy passes of a depth-3 chain:
@@ -116,7 +122,7 @@ def test_sidecar_p90_per_depth(netperf, chains):
 
 
 @pytest.mark.parametrize("rate", RATES)
-@pytest.mark.netperf(RATE_TEST_BUDGET, "errors == 0")
+@pytest.mark.netperf(RATE_TEST_BUDGET, "errors == 0", inconclusive="warn")
 def test_rate_does_not_change_sidecar_cost(netperf, chains, rate):
     """Depth 3 at 0.6x and 2x the sweep's rate (1x is the sweep's depth 3): the per-hop cost
     stays within RATE_TEST_BUDGET at either rate (the study saw no change with the rate)."""
