@@ -44,7 +44,11 @@ day's idle and busy calibrations that left the run-queue wait out), and half a C
 Another day the same kind of VM calibrated 66-83 ms from one pytest run to the next within
 minutes, idle (1.24x: the host's other tenants, the vCPU's hyperthread sibling), and a 1.2x
 threshold called it another machine (NEW against its own baseline in one test of a CI run
-and in 2 of 4 reruns of another). The baseline policy calls a machine *another machine* beyond
+and in 2 of 4 reruns of another). On an Intel Xeon KVM guest (2 cores, 2026-11-30) one VM
+calibrated 117.5 ms (chunks 117-123, CPU time alone: no steal, no quota) in the example job's
+first run and 70-76 ms ten to thirty minutes later, 1.6x apart: the example job's stored
+wall-clock baselines were NEW in the next run (green, not judged) and judged again in the
+four runs after it. The baseline policy calls a machine *another machine* beyond
 :data:`SPEED_THRESHOLD` (1.5x): above that drift, well below a halved machine. A baseline
 budget tighter than 1.5x (``rps >= 0.9x baseline``) cannot tell a machine up to 1.5x slower
 from a regression: such budgets belong to same-run comparisons (``--netperf-base``).
