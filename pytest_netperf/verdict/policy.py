@@ -5,7 +5,10 @@ the rounds show a change in the harmful direction from no change (1.0x, a loss o
 nothing added): a one-sided p-value below :data:`CHANGE_LEVEL_SHARE` of ``1 - confidence``.
 An unchanged stack rarely goes red on a budget it cannot decide, whatever the noise; a
 regression clearly past the budget still goes red. Absolute budgets (``p99 < 5ms``) have
-no "no change" point and are judged as under ``estimate``. A budget the busy runner left
+no "no change" point and are judged as under ``estimate``; so, in effect, are added amounts
+(``p90_added``, ``rps_loss``) between two different paths, whose "nothing added" the rounds
+always reject (sidecars always add some latency): such a budget is red whenever its estimate
+lies past it (the sidecar example's per-hop budgets therefore warn instead). A budget the busy runner left
 no round to judge (every round's driver behind its schedule, measure/validity.py) is green
 under every policy but ``fail``: its note says the runner could not decide it.
 ``estimate``: red when the point estimate is outside the budget (on an unchanged stack
