@@ -1,10 +1,16 @@
 """A stored baseline of a machine that measured another speed: its wall-clock budgets are NEW.
 
-Records a baseline, then edits its stored calibration to a machine twice as fast and
-judges a run that is 30x slower at p50 (a 3 ms delay on an echo of ~100 us): without the
-speed check that is a FAIL; with it both wall-clock baseline budgets are NEW, with the
+Records a baseline, then edits its stored calibration to a machine four times as fast
+and judges a run that is 30x slower at p50 (a 3 ms delay on an echo of ~100 us): without
+the speed check that is a FAIL; with it both wall-clock baseline budgets are NEW, with the
 reason. ``--netperf-fingerprint-mismatch=warn`` judges them (and fails). Short runs: 3
 rounds of 0.5 s.
+
+Four times, not two: each run calibrates afresh, and one VM's calibration has moved 1.6x
+within minutes (``runtime/machine_speed.py``). With a stored figure of half the first run's,
+a CI run's third calibration came out 1.33x faster than its first, within the 1.5x
+threshold, and the ``fail`` run judged instead of refusing. A quarter stays beyond the
+threshold for any drift under 2.6x.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ def _stored(pytester: pytest.Pytester) -> Path:
     return path
 
 
-def test_a_baseline_of_a_machine_twice_as_fast_makes_wall_clock_budgets_new_not_fail(
+def test_a_baseline_of_a_machine_four_times_as_fast_makes_wall_clock_budgets_new_not_fail(
     pytester: pytest.Pytester, echo: LocalEchoServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester.makepyfile(test_gate=GATE)
@@ -55,7 +61,7 @@ def test_a_baseline_of_a_machine_twice_as_fast_makes_wall_clock_budgets_new_not_
         "calibration"
     ], "pending results carry the calibration, so `netperf baseline update` keeps it"
 
-    calibration["ms"] = round(calibration["ms"] / 2, 2)  # recorded on a machine twice as fast
+    calibration["ms"] = round(calibration["ms"] / 4, 2)  # recorded on a machine four times as fast
     path.write_text(json.dumps(doc))
     monkeypatch.setenv("NETPERF_TEST_URL", echo.url + "?delay=3ms")  # and 30x slower at p50 now
 
