@@ -33,6 +33,7 @@ from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.errors import BaselineError, NetperfError
 from pytest_netperf.measure.model import BaselineLookup, Measurement, series_name
 from pytest_netperf.measure.outcomes import MISSING_BASELINE_NOTE, BudgetOutcome
+from pytest_netperf.measure.speed_excuse import SlowerMachine, slower_machine
 from pytest_netperf.runtime.machine_speed import Calibration, session_calibration
 from pytest_netperf.verdict.acceptance import ACCEPTED_NOTE_PREFIX, accepted_note
 from pytest_netperf.verdict.estimators import ratio_problem
@@ -90,6 +91,9 @@ class BaselineChoice:
     missing_note: str = MISSING_BASELINE_NOTE
     #: False when the baseline's machine measured another speed: only counted costs are judged.
     wall_clock: bool = True
+    #: This machine measured slower than the baseline's, within the speed threshold: its
+    #: wall-clock misses are judged again with that speed given back (None: not slower).
+    slower: Optional[SlowerMachine] = None
 
     @property
     def lookup(self) -> Optional[BaselineLookup]:
@@ -244,6 +248,9 @@ class BaselinePolicy:
             choice.notes.append(check.unknown())
             return
         if not check.differs:
+            assert check.stored is not None
+            assert check.here is not None
+            choice.slower = slower_machine(check.stored.ms, check.here.ms, check.figures())
             return
         if self.fingerprint_mismatch == "fail":
             raise NetperfError(fail_text(check))

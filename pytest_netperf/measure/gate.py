@@ -37,6 +37,7 @@ from pytest_netperf.measure.outcomes import (
     unjudged_outcomes,
 )
 from pytest_netperf.measure.rounds import ProgressFn, TimedRounds
+from pytest_netperf.measure.speed_excuse import SlowerMachine
 from pytest_netperf.measure.system_costs import check_probes, system_budgets
 from pytest_netperf.measure.targets import host_header, target_tls
 from pytest_netperf.runtime.commands import CommandRunner
@@ -95,9 +96,12 @@ class Gate:
         noise: Optional[NoiseFloor] = None,
         missing_baseline_note: str = MISSING_BASELINE_NOTE,
         stacks: bool = False,
+        baseline_slower: Optional[SlowerMachine] = None,
     ) -> None:
         """``stacks``: the counting pass also profiles the instructions' call stacks (one
-        callgrind pair per side) for the HTML report's flame graph."""
+        callgrind pair per side) for the HTML report's flame graph; ``baseline_slower``: how
+        much slower this machine measured than the stored baseline's (its wall-clock misses
+        are judged again with that speed given back, measure/speed_excuse.py)."""
         self.test_id = test_id
         self.budgets = list(budgets)
         self.settings = settings
@@ -125,6 +129,7 @@ class Gate:
             progress=self._progress,
             notes=self.notes,
             started=time.monotonic(),
+            slower=baseline_slower,
         )
         self._counting = CountingStep(test_id, self.budgets, self.counting_plan, self._progress, baseline_lookup)
 

@@ -22,6 +22,7 @@ from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import round_seed
 from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
 from pytest_netperf.measure.runner_watch import run_with_runner_state
+from pytest_netperf.measure.speed_excuse import SlowerMachine, explains_speed, speed_given_back
 from pytest_netperf.measure.system_costs import run_with_costs
 from pytest_netperf.measure.validity import (
     MIN_KEPT_ROUNDS,
@@ -79,10 +80,12 @@ class TimedRounds:
         progress: ProgressFn,
         notes: list[str],
         started: float,
+        slower: Optional[SlowerMachine] = None,
     ) -> None:
         """``budgets``: the timed budgets (judged on rounds); ``read_costs``: read what the
         system under test spends around each round; ``notes``: the test's notes, to which a
-        round measured again adds why."""
+        round measured again adds why; ``slower``: how much slower this machine measured than
+        the stored baseline's (None: not slower, or no baseline)."""
         self.test_id = test_id
         self.settings = settings
         self.budgets = list(budgets)
@@ -91,6 +94,7 @@ class TimedRounds:
         self._progress = progress
         self._notes = notes
         self._started = started
+        self._slower = slower
 
     def run(self, m: Measurement, rounds: Optional[int] = None) -> None:
         """The sequential procedure over interleaved rounds of ``m``; leaves the verdicts in ``m.verdicts``."""
@@ -197,7 +201,9 @@ class TimedRounds:
         explain the miss: first without the rounds a busy runner spoiled (or, for a rate
         against a side measured in turns, the pairs whose turns met different neighbours);
         then, for a rate with no side of this run to compare with, with the cores that others
-        took given back. Each step says in the verdict's note what it left out or gave back."""
+        took given back; last, for a wall-clock figure against a stored baseline on a machine
+        that measured slower than the baseline's, with that speed given back. Each step says
+        in the verdict's note what it left out or gave back."""
         other = m.judged_series(b)
         together = m.design == SIMULTANEOUS  # in turns, each side met neighbours of its own
         even_pairs = other is not None and judged_on_even_pairs(b, together)
@@ -210,6 +216,9 @@ class TimedRounds:
             verdict = self._judge_quiet_rounds(m, b, skip, busy, look, even_pairs)
         if verdict.status is not Status.PASS and verdict.n_rounds and explains_rates(b, other is not None):
             verdict = self._judge_given_back(m, b, skip, verdict, look)
+        slower = self._slower if explains_speed(b, other is not None) else None
+        if slower is not None and verdict.status is not Status.PASS and verdict.n_rounds:
+            verdict = self._judge_speed_given_back(m, b, skip, verdict, look, slower)
         return verdict
 
     def _judge_quiet_rounds(
@@ -292,6 +301,30 @@ class TimedRounds:
             why = f"{taken_text(known)} during its {len(known)} round(s); {figure}, within the budget"
             return undecided_on_this_runner(b, why, self.settings.confidence)
         note = f"{taken_text(known)}; {figure}: the runner does not explain the miss"
+        return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
+
+    def _judge_speed_given_back(
+        self,
+        m: Measurement,
+        b: Budget,
+        skip: set[int],
+        verdict: stats.Verdict,
+        look: tuple[int, int, Optional[int]],
+        slower: SlowerMachine,
+    ) -> stats.Verdict:
+        """A wall-clock budget against a stored baseline that did not pass on a machine that
+        measured ``slower`` than the baseline's, judged again as a machine of the baseline's
+        speed would have measured it at most (measure/speed_excuse.py). Within the budget:
+        undecided on this runner, with the figures; otherwise ``verdict`` stands, noted."""
+        candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
+        if not candidate or against is None:
+            return verdict
+        again = self._evaluate(m, b, speed_given_back(b.metric, candidate, slower), against, *look)
+        figure = f"given back, {b.metric} would measure {b.format_value(again.estimate)}"
+        if again.status is Status.PASS or (again.status is Status.INCONCLUSIVE and b.satisfied_by(again.estimate)):
+            why = f"{slower.text()}; {figure}, within the budget"
+            return undecided_on_this_runner(b, why, self.settings.confidence, busy=False)
+        note = f"{slower.text()}; {figure}: the speed difference does not explain the miss"
         return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
 
     def _elapsed(self) -> str:

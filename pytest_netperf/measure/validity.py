@@ -141,11 +141,13 @@ def left_out_note(metric: str, spoiled: dict[int, Disturbance], rounds: int) -> 
     return f"{len(spoiled)} of {rounds} round(s) left out of {metric}: {last.describe()}"
 
 
-def undecided_on_this_runner(budget: Budget, why: str, confidence: float) -> stats.Verdict:
+def undecided_on_this_runner(budget: Budget, why: str, confidence: float, busy: bool = True) -> stats.Verdict:
     """The INCONCLUSIVE verdict of a budget the busy runner left fewer than
-    :data:`MIN_KEPT_ROUNDS` rounds to judge on (``why`` says how): undecided here, said in
+    :data:`MIN_KEPT_ROUNDS` rounds to judge on, or whose miss the runner explains (``why``
+    says how; ``busy`` False: not its neighbours but its speed): undecided here, said in
     words, never a verdict on the change."""
     nan = math.nan
+    lead = f"this runner was too busy to measure {budget.metric}: " if busy else ""
     return stats.Verdict(
         budget=budget,
         status=Status.INCONCLUSIVE,
@@ -157,10 +159,7 @@ def undecided_on_this_runner(budget: Budget, why: str, confidence: float) -> sta
         p_value=nan,
         method="not judged",
         confidence=confidence,
-        undecidable=(
-            f"this runner was too busy to measure {budget.metric}: {why}; "
-            "undecided on this runner, not a verdict on the change"
-        ),
+        undecidable=(f"{lead}{why}; undecided on this runner, not a verdict on the change"),
     )
 
 

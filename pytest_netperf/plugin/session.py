@@ -174,6 +174,7 @@ class NetperfPlugin:
             noise=self.noise_floor(),
             missing_baseline_note=choice.missing_note,
             stacks=self.report.html_path is not None,  # the flame graphs of the HTML report
+            baseline_slower=choice.slower,
         )
         for warning in gate.noise_warnings():  # say it before minutes are spent on it
             record_warning(self.config, f"{item.nodeid}: {warning}", item)

@@ -173,6 +173,29 @@ def test_a_baseline_of_a_machine_of_the_same_speed_is_judged_without_a_note(tmp_
     assert rps is not None and len(rps) == 3
 
 
+@pytest.mark.parametrize(
+    ("stored_ms", "here_ms", "slower"), [(50.0, 70.0, 1.4), (70.0, 50.0, None), (50.0, 52.0, None)]
+)
+def test_a_slower_machine_within_the_threshold_hands_the_gate_its_slowdown(
+    tmp_path: Path, stored_ms: float, here_ms: float, slower: Optional[float]
+) -> None:
+    """1.4x slower: judged, with the slowdown for the gate to give back (measure/speed_excuse.py);
+    faster, or within the calibration's repeatability: nothing to give back."""
+    chooser, _ = policy(stored(tmp_path, stored_ms), here_ms)
+    choice = chooser.choose(TEST_ID, [WALL])
+    assert choice.wall_clock
+    if slower is None:
+        assert choice.slower is None
+    else:
+        assert choice.slower is not None and choice.slower.factor == pytest.approx(slower)
+        assert choice.slower.figures == f"calibration {stored_ms:.0f} ms vs {here_ms:.0f} ms here"
+
+
+def test_another_machine_hands_no_slowdown(tmp_path: Path) -> None:
+    choice = policy(stored(tmp_path, 41.0), 78.0)[0].choose(TEST_ID, [WALL])
+    assert not choice.wall_clock and choice.slower is None  # NEW: nothing judged, nothing given back
+
+
 def test_warn_judges_with_a_note_and_fail_is_an_error(tmp_path: Path) -> None:
     store = stored(tmp_path, 41.0)
     choice = policy(store, 78.0, "warn")[0].choose(TEST_ID, [WALL])
