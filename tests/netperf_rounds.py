@@ -10,9 +10,15 @@ import dataclasses
 import functools
 import random
 import statistics
+from typing import Any, Optional
 
 from hdrh.histogram import HdrHistogram
 
+from pytest_netperf.budget.grammar import parse_budget
+from pytest_netperf.measure.gate import Gate
+from pytest_netperf.measure.gate_settings import GateSettings
+from pytest_netperf.measure.model import BaselineLookup
+from pytest_netperf.measure.outcomes import BudgetOutcome
 from pytest_netperf.results.model import ClientHealth, LatencySummary, RoundResult
 from pytest_netperf.results.runner import RunnerState
 
@@ -117,3 +123,22 @@ def runner_state(
         stack_cores=stack,
         started_at=started,
     )
+
+
+def six_rounds_judged(
+    driver: Any, budget: str, baseline: Optional[BaselineLookup] = None, url: str = "http://10.0.0.2/", **gate: Any
+) -> BudgetOutcome:
+    """``budget`` judged by a gate on six rounds of ``driver`` (any object with the driver's
+    ``run``) at ``url``, against ``baseline`` when given; ``gate``: more Gate arguments."""
+    settings = GateSettings(rounds_min=6, rounds_max=6, round_duration_s=0.1, warmup_s=0.0)
+    g = Gate(
+        "t.py::test",
+        [parse_budget(budget)],
+        settings,
+        driver_factory=lambda name, runner: driver,
+        baseline_lookup=baseline,
+        **gate,
+    )
+    g.measure(url)
+    (outcome,) = g.finish()
+    return outcome

@@ -218,7 +218,11 @@ class TimedRounds:
             verdict = self._judge_given_back(m, b, skip, verdict, look)
         slower = self._slower if explains_speed(b, other is not None) else None
         if slower is not None and verdict.status is not Status.PASS and verdict.n_rounds:
-            verdict = self._judge_speed_given_back(m, b, skip, verdict, look, slower)
+            # as a machine of the baseline's speed would have measured it, at most (measure/speed_excuse.py)
+            candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
+            adjusted = speed_given_back(b.metric, candidate, slower)
+            unexplained = "the speed difference does not explain the miss"
+            verdict = self._rejudged(m, b, verdict, adjusted, against, look, slower.text(), unexplained, busy=False)
         return verdict
 
     def _judge_quiet_rounds(
@@ -295,36 +299,29 @@ class TimedRounds:
         adjusted = given_back(candidate, known)
         if adjusted is None:
             return verdict
-        again = self._evaluate(m, b, adjusted, against, *look)
-        figure = f"given back, {b.metric} would measure {b.format_value(again.estimate)}"
-        if again.status is Status.PASS or (again.status is Status.INCONCLUSIVE and b.satisfied_by(again.estimate)):
-            why = f"{taken_text(known)} during its {len(known)} round(s); {figure}, within the budget"
-            return undecided_on_this_runner(b, why, self.settings.confidence)
-        note = f"{taken_text(known)}; {figure}: the runner does not explain the miss"
-        return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
+        why = f"{taken_text(known)} during its {len(known)} round(s)"
+        return self._rejudged(m, b, verdict, adjusted, against, look, why, "the runner does not explain the miss")
 
-    def _judge_speed_given_back(
+    def _rejudged(
         self,
         m: Measurement,
         b: Budget,
-        skip: set[int],
         verdict: stats.Verdict,
+        adjusted: Sequence[float],
+        against: Optional[Sequence[float]],
         look: tuple[int, int, Optional[int]],
-        slower: SlowerMachine,
+        why: str,
+        unexplained: str,
+        busy: bool = True,
     ) -> stats.Verdict:
-        """A wall-clock budget against a stored baseline that did not pass on a machine that
-        measured ``slower`` than the baseline's, judged again as a machine of the baseline's
-        speed would have measured it at most (measure/speed_excuse.py). Within the budget:
-        undecided on this runner, with the figures; otherwise ``verdict`` stands, noted."""
-        candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
-        if not candidate or against is None:
-            return verdict
-        again = self._evaluate(m, b, speed_given_back(b.metric, candidate, slower), against, *look)
+        """``b`` judged again on ``adjusted``, the candidate's figures with what the runner took
+        (``why`` says what) given back: within the budget, undecided on this runner (``busy``:
+        by its neighbours, else by its speed); otherwise ``verdict`` stands, noted ``unexplained``."""
+        again = self._evaluate(m, b, adjusted, against, *look)
         figure = f"given back, {b.metric} would measure {b.format_value(again.estimate)}"
         if again.status is Status.PASS or (again.status is Status.INCONCLUSIVE and b.satisfied_by(again.estimate)):
-            why = f"{slower.text()}; {figure}, within the budget"
-            return undecided_on_this_runner(b, why, self.settings.confidence, busy=False)
-        note = f"{slower.text()}; {figure}: the speed difference does not explain the miss"
+            return undecided_on_this_runner(b, f"{why}; {figure}, within the budget", self.settings.confidence, busy)
+        note = f"{why}; {figure}: {unexplained}"
         return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
 
     def _elapsed(self) -> str:

@@ -8,13 +8,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from netperf_rounds import make_round, runner_state
+from netperf_rounds import make_round, runner_state, six_rounds_judged
 
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.measure import runner_watch
 from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
+from pytest_netperf.measure.outcomes import BudgetOutcome
 from pytest_netperf.measure.validity import contention_matters, judged_on_even_pairs, runner_busy, unevenly_busy
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.results.runner import RunnerState
@@ -51,12 +52,8 @@ class NeighbourDriver:
         return replace(result, runner=state(outside=1.2 if busy else 0.05))
 
 
-def judged(driver: NeighbourDriver, budget: str = "p50 < 1ms") -> object:
-    settings = GateSettings(rounds_min=6, rounds_max=6, round_duration_s=0.1, warmup_s=0.0)
-    g = Gate("t.py::test", [parse_budget(budget)], settings, driver_factory=lambda name, runner: driver)
-    g.measure(URL)
-    (outcome,) = g.finish()
-    return outcome
+def judged(driver: NeighbourDriver, budget: str = "p50 < 1ms") -> BudgetOutcome:
+    return six_rounds_judged(driver, budget, url=URL)
 
 
 def test_a_miss_on_busy_rounds_is_judged_on_the_quiet_ones() -> None:
@@ -75,16 +72,8 @@ def test_a_runner_busy_throughout_leaves_the_budget_undecided_not_red() -> None:
 
 def test_a_miss_against_a_stored_baseline_on_a_busy_runner_is_undecided() -> None:
     driver = NeighbourDriver(busy=set(range(1, 7)))
-    settings = GateSettings(rounds_min=6, rounds_max=6, round_duration_s=0.1, warmup_s=0.0)
-    g = Gate(
-        "t.py::test",
-        [parse_budget("p50 <= 1.1x baseline")],
-        settings,
-        driver_factory=lambda name, runner: driver,
-        baseline_lookup=lambda key, label, metric: [300_000.0 * (1 + 0.01 * i) for i in range(6)],
-    )
-    g.measure(URL)
-    (outcome,) = g.finish()
+    stored = [300_000.0 * (1 + 0.01 * i) for i in range(6)]
+    outcome = six_rounds_judged(driver, "p50 <= 1.1x baseline", lambda key, label, metric: stored, URL)
     assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.n_rounds == 0
     assert "this runner was too busy to measure p50" in outcome.verdict.undecidable
 

@@ -10,13 +10,12 @@ from dataclasses import replace
 from typing import Optional
 
 import pytest
-from netperf_rounds import make_round, runner_state
+from netperf_rounds import make_round, runner_state, six_rounds_judged
 
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.measure import runner_watch
-from pytest_netperf.measure.gate import Gate
-from pytest_netperf.measure.gate_settings import GateSettings
+from pytest_netperf.measure.outcomes import BudgetOutcome
 from pytest_netperf.measure.validity import explains_rates, given_back
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.results.runner import RunnerState
@@ -53,18 +52,9 @@ class SharedRunnerDriver:
         return replace(result, runner=state(self.outside, self.steal, self.stack))
 
 
-def judged(driver: SharedRunnerDriver, budget: str = "rps >= 0.6x baseline") -> object:
-    settings = GateSettings(rounds_min=6, rounds_max=6, round_duration_s=0.1, warmup_s=0.0)
-    g = Gate(
-        "t.py::test",
-        [parse_budget(budget)],
-        settings,
-        driver_factory=lambda name, runner: driver,
-        baseline_lookup=lambda key, label, metric: [BASELINE_RPS * (1 + 0.01 * (i % 3 - 1)) for i in range(6)],
-    )
-    g.measure(URL)
-    (outcome,) = g.finish()
-    return outcome
+def judged(driver: SharedRunnerDriver, budget: str = "rps >= 0.6x baseline") -> BudgetOutcome:
+    stored = [BASELINE_RPS * (1 + 0.01 * (i % 3 - 1)) for i in range(6)]
+    return six_rounds_judged(driver, budget, lambda key, label, metric: stored, URL)
 
 
 def test_a_miss_the_taken_cores_explain_is_undecided_on_this_runner() -> None:

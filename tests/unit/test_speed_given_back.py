@@ -9,14 +9,12 @@ from __future__ import annotations
 from typing import Optional
 
 import pytest
-from netperf_rounds import make_round
+from netperf_rounds import make_round, six_rounds_judged
 
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.budget.metrics import metric_value
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.measure import runner_watch
-from pytest_netperf.measure.gate import Gate
-from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.outcomes import BudgetOutcome
 from pytest_netperf.measure.speed_excuse import (
     MIN_SLOWDOWN,
@@ -63,18 +61,7 @@ def _stored(metric: str) -> list[float]:
 
 
 def judged(driver: SteadyDriver, budget: str, slower: Optional[SlowerMachine]) -> BudgetOutcome:
-    settings = GateSettings(rounds_min=6, rounds_max=6, round_duration_s=0.1, warmup_s=0.0)
-    g = Gate(
-        "t.py::test",
-        [parse_budget(budget)],
-        settings,
-        driver_factory=lambda name, runner: driver,
-        baseline_lookup=lambda key, label, metric: _stored(metric),
-        baseline_slower=slower,
-    )
-    g.measure(URL)
-    (outcome,) = g.finish()
-    return outcome
+    return six_rounds_judged(driver, budget, lambda key, label, metric: _stored(metric), URL, baseline_slower=slower)
 
 
 def test_a_rate_miss_the_slowdown_explains_is_undecided_on_this_runner() -> None:
