@@ -146,7 +146,7 @@ def resolve_design(design: str, group: str) -> str:
     """The design a gate of ``group`` runs: ``auto`` is the plugin's choice for a target and its
     base twin (each on containers of its own), simultaneous at a fixed rate (cpu, p90) and
     alternate in a closed loop (rps), where a loaded-together pair would split the cores
-    between them (pytest_netperf/measure/design.py)."""
+    between them (pytest_netperf/measure/design.py); ``turns`` is asked for by name."""
     if design != AUTO:
         return design
     return ALTERNATE if group == "rps" else SIMULTANEOUS
@@ -502,12 +502,12 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=0.5, help="warmup of a target's first round")
     parser.add_argument("--round-warmup", type=float, default=0.25, help="warmup of every later round")
     parser.add_argument("--min-rounds", type=int, default=6)
-    # ~0.8 s per simultaneous round and ~1.6 s per alternating pair here: both stay within 60 s
+    # ~0.8 s per simultaneous (or fine-turns) round and ~1.6 s per alternating pair here: all stay within 60 s
     parser.add_argument(
         "--max-rounds",
         type=max_rounds,
-        default="alternate:32,simultaneous:64",
-        help="most rounds per side: N, or per design (alternate:32,simultaneous:64)",
+        default="alternate:32,simultaneous:64,turns:64",
+        help="most rounds per side: N, or per design (alternate:32,simultaneous:64,turns:64)",
     )
     parser.add_argument(
         "--rounds-out",

@@ -37,11 +37,18 @@ SPENDING = "pocock"
 INCONCLUSIVE = "change"
 #: How the sides of a comparison share the runner's time (measure/design.py): auto
 #: (simultaneous for a target and its base twin at a fixed rate, each on containers of its
-#: own; alternate otherwise), alternate (ABBA rounds, one side at a time) or simultaneous.
+#: own; alternate otherwise), alternate (ABBA rounds, one side at a time), simultaneous or
+#: turns (two closed loops share each round in fine turns).
 #: On two echo containers (benchmarks/gate_power.py) simultaneous rounds caught a +10% CPU
 #: and a -5% throughput change in 14 of 15 gates where alternating ones caught 8 of 15, in a
 #: third to a quarter of the time, with no false FAIL in 90 unchanged gates.
 DESIGN = "auto"
+#: Slot length of the ``turns`` design (s): two closed loops share each round in slots of this
+#: length, ABBA. Two echo servers on one core, 0.5 s rounds beside ``busy-neighbor --level
+#: busy`` (AMD EPYC, 2 cores, 20 pairs): a pair's ratio spread 4.6% in 10 ms slots, 6.0% in
+#: 25 ms slots and 17.2% taking whole rounds in turns (idle: 2.4%, 3.7%, 9.4%;
+#: benchmarks/fine_turns.py).
+TURN_S = 0.01
 #: Arrivals of a fixed-rate (open-loop) load when a test names none: ``poisson``
 #: (exponential gaps; the Rust driver gets a new seed per side and round) or ``constant``.
 #: Constant gaps keep one phase against the other side's load, the runner's timers and each

@@ -56,8 +56,10 @@ SETTING_HELP: dict[str, str] = {
     f"(fail when the point estimate is outside the budget); fail; warn; or pass (default {defaults.INCONCLUSIVE})",
     "design": "how the sides of a comparison share the runner's time: auto (simultaneous for a target and its "
     "base twin at a fixed rate, each on containers of its own; alternate otherwise), alternate (one side at a "
-    "time, ABBA rounds) or simultaneous (every side loaded at once by its own driver process; sides on the same "
-    f"containers with a cost budget, and the Locust driver, alternate) (default {defaults.DESIGN})",
+    "time, ABBA rounds), simultaneous (every side loaded "
+    "at once by its own driver process; sides on the same containers with a cost budget, and the Locust driver, "
+    f"alternate) or turns (two closed loops share each round in {defaults.TURN_S * 1000:g} ms slots, ABBA) "
+    f"(default {defaults.DESIGN})",
     "counting_requests": "counting pass (instructions_per_request, syscalls_per_request budgets): requests of its "
     f"larger exact count; the smaller is a fifth of it (default {defaults.COUNTING_REQUESTS})",
     "counting_repetitions": "counting pass: times the pair of counts is repeated; their range is the verdict's "

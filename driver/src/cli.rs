@@ -117,6 +117,14 @@ pub struct HttpOpts {
     /// still bounds the run in time). For counting what a server does per request.
     #[arg(short = 'n', long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub requests: Option<u64>,
+    /// Closed loop: share the time with another driver process on this host in slots of this
+    /// length (e.g. 25ms), aligned on the host's monotonic clock in ABBA order, sending only
+    /// in this side's slots; rates are per second of this side's slots.
+    #[arg(long, value_parser = parse_duration_ns)]
+    pub turn: Option<u64>,
+    /// With --turn: which side this process is (0 or 1).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub turn_side: u8,
     /// HTTP/2: ALPN h2 over TLS for https://, cleartext h2c with prior knowledge for http://.
     #[arg(long)]
     pub http2: bool,

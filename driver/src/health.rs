@@ -88,6 +88,11 @@ impl ThreadClock {
         }
     }
 
+    /// When the snapshot was taken (monotonic ns).
+    pub fn at_ns(&self) -> u64 {
+        self.at_ns
+    }
+
     /// Shares of the wall time between `self` and `later` (both of the same thread).
     pub fn usage_until(&self, later: &ThreadClock) -> ThreadUsage {
         let wall_ns = later.at_ns.saturating_sub(self.at_ns);
@@ -118,6 +123,16 @@ pub struct ThreadUsage {
     /// (time on a CPU + time runnable but waiting for a CPU) / wall time: the share of the
     /// window in which the thread was not idle in epoll. `None` without schedstat.
     pub busy_util: Option<f64>,
+}
+
+impl ThreadUsage {
+    /// The same use over `factor` times less wall time (a side's own slots under `--turn`).
+    pub fn scaled(self, factor: f64) -> Self {
+        ThreadUsage {
+            cpu_util: self.cpu_util * factor,
+            busy_util: self.busy_util.map(|b| b * factor),
+        }
+    }
 }
 
 /// A thread above this CPU share counts as pegged.

@@ -121,6 +121,12 @@ pub struct Config {
     /// The exact request count asked for (`--requests`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub requests: Option<u64>,
+    /// `--turn`: the slot length shared with another driver (s), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_s: Option<f64>,
+    /// `--turn`: this process's side (0 or 1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn_side: Option<u8>,
 }
 
 /// Counts for the measured window.
@@ -194,13 +200,19 @@ pub struct RunFacts {
     pub threads: Vec<ThreadUsage>,
     /// Sockets opened before the clock started.
     pub preflight_sockets: u64,
+    /// `--turn`: the part of the window in this side's slots (ns); None: all of it.
+    pub window_active_ns: Option<u64>,
 }
 
 impl Document {
     /// Assemble the document from the plan and the merged statistics.
     pub fn build(plan: &Plan, stats: &ThreadStats, facts: &RunFacts) -> Self {
         let open = plan.rate.is_some();
-        let duration_s = plan.duration_ns as f64 / 1e9;
+        let window_s = plan.duration_ns as f64 / 1e9;
+        // under --turn, the seconds of this side's slots: rates are per second of sending
+        let duration_s = facts
+            .window_active_ns
+            .map_or(window_s, |ns| ns as f64 / 1e9);
         // What the target really delivered while the window was open (responses to warmup
         // requests included, responses after the window excluded), so a client queue
         // served during the drain cannot inflate it.
@@ -231,7 +243,7 @@ impl Document {
         let intervals = (0..plan.interval_count())
             .map(|i| {
                 let start_s = i as f64 * interval_s;
-                let len_s = interval_s.min(duration_s - start_s);
+                let len_s = interval_s.min(window_s - start_s);
                 match stats.intervals.get(i) {
                     Some(acc) => {
                         let q =
@@ -302,7 +314,7 @@ impl Document {
                     crate::load::schedule::ArrivalKind::Constant => "constant",
                     crate::load::schedule::ArrivalKind::Poisson => "poisson",
                 },
-                duration_s,
+                duration_s: window_s,
                 warmup_s: plan.warmup_ns as f64 / 1e9,
                 timeout_s: plan.timeout_ns as f64 / 1e9,
                 interval_s,
@@ -313,6 +325,8 @@ impl Document {
                 spin_s: plan.spin_ns as f64 / 1e9,
                 realtime: plan.realtime,
                 requests: plan.requests,
+                turn_s: plan.turns.map(|t| t.turn_ns as f64 / 1e9),
+                turn_side: plan.turns.map(|t| t.side),
             },
             summary: Summary {
                 duration_s,

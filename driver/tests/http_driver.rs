@@ -481,3 +481,83 @@ fn nginx_keep_alive_and_its_keepalive_requests_limit() {
         "{reconnects} reconnects for {requests} requests"
     );
 }
+
+/// Two drivers sharing the time in fine turns (`--turn`): each sends only in its own slots,
+/// and its rate is per second of those slots.
+#[test]
+fn two_drivers_in_fine_turns_each_send_half_the_time_at_their_full_rate() {
+    let _guard = heavy_lock();
+    let (a, b) = (Echo::start(&[]), Echo::start(&[]));
+    let side = |echo: &Echo, side: &str| {
+        let url = echo.url("/?delay=2ms");
+        let args = [
+            "http",
+            &url,
+            "-c",
+            "1",
+            "-d",
+            "1s",
+            "-w",
+            "100ms",
+            "--turn",
+            "20ms",
+            "--turn-side",
+            side,
+            "--json",
+        ]
+        .map(String::from);
+        std::thread::spawn(move || run(&args.iter().map(String::as_str).collect::<Vec<_>>()))
+    };
+    let (first, second) = (side(&a, "0"), side(&b, "1"));
+    for r in [first.join().unwrap(), second.join().unwrap()] {
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        let doc = r.json();
+        assert_schema_valid(&doc);
+        assert_eq!(num(&doc, "config.turn_s"), 0.02);
+        assert_eq!(num(&doc, "config.duration_s"), 1.0);
+        let active = num(&doc, "summary.duration_s");
+        assert!((0.46..=0.54).contains(&active), "half the window: {active}");
+        // one connection to a 2 ms server: about 450 requests a second while sending
+        let requests = num(&doc, "summary.requests");
+        assert!(
+            (150.0..=270.0).contains(&requests),
+            "{requests} requests in half of 1 s"
+        );
+        let rps = num(&doc, "summary.achieved_rps");
+        assert!(
+            (300.0..=520.0).contains(&rps),
+            "{rps}/s per second of its own slots"
+        );
+    }
+}
+
+#[test]
+fn fine_turns_need_a_closed_loop_over_http1() {
+    let echo = Echo::start(&[]);
+    let url = echo.url("/");
+    for (extra, says) in [
+        (&["--rate", "100"][..], "--turn needs a closed loop"),
+        (
+            &["--requests", "10"][..],
+            "--turn cannot be combined with --requests",
+        ),
+        (&["--http2"][..], "not --http2 or --grpc"),
+    ] {
+        let mut args = vec!["http", &url, "-d", "200ms", "--turn", "10ms"];
+        args.extend_from_slice(extra);
+        let r = run(&args);
+        assert_eq!(r.code, 2, "{extra:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{extra:?}: {}", r.stderr);
+    }
+    let r = run(&[
+        "http",
+        &url,
+        "-d",
+        "200ms",
+        "--turn",
+        "10ms",
+        "--turn-side",
+        "2",
+    ]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+}

@@ -11,6 +11,12 @@ distinct systems when the system under test's costs are judged (two sides on one
 containers would each be charged for both loads) and drivers that can run side by side;
 otherwise the gate measures in alternating rounds and says why.
 
+``turns``: two closed loops share each round in fine turns: both sides' Rust drivers run at
+once, each sending only in its own slots of :data:`~pytest_netperf.defaults.TURN_S` (10 ms,
+ABBA, aligned on the host's monotonic clock), so a neighbour's burst longer than a few slots
+lands on both sides alike, and neither side's closed loop competes with the other's for the
+cores. Rates are per second of a side's own slots.
+
 ``auto`` measures simultaneously one target at two revisions at a fixed rate (head and its
 base twin under ``--netperf-base``, each on containers of its own) and alternates otherwise: different
 systems compared with each other (two paths through one stack, a host path against a
@@ -29,8 +35,10 @@ from pytest_netperf import defaults
 
 ALTERNATE = "alternate"
 SIMULTANEOUS = "simultaneous"
+TURNS = "turns"
 #: Simultaneous for one system at two revisions (a target and its base twin, each on
-#: containers of its own) at a fixed rate, alternate otherwise: different systems compared
+#: containers of its own) at a fixed rate, alternate otherwise (fine turns are asked for by
+#: name until they are measured on stacks whose closed loops queue longer than a slot): different systems compared
 #: with each other (two paths through one stack, the host path against a container path, a
 #: reference beside a base twin) would each measure the other's load too; in a closed loop
 #: each side's throughput would depend on how the scheduler splits the shared cores between
@@ -40,13 +48,19 @@ SIMULTANEOUS = "simultaneous"
 AUTO = "auto"
 #: Every design name, the default first.
 DESIGNS: tuple[str, ...] = (defaults.DESIGN,) + tuple(
-    d for d in (AUTO, ALTERNATE, SIMULTANEOUS) if d != defaults.DESIGN
+    d for d in (AUTO, ALTERNATE, SIMULTANEOUS, TURNS) if d != defaults.DESIGN
 )
+#: Designs whose sides meet the runner's neighbours within the same second (their ratio
+#: cancels what the neighbours do), unlike whole rounds taken in turns.
+SHARE_THE_RUNNER = frozenset({SIMULTANEOUS, TURNS})
 #: What the report says about rounds measured in each design.
 DESCRIPTIONS = {
     ALTERNATE: "alternating (one side at a time, ABBA order)",
     SIMULTANEOUS: "simultaneous (loaded at once, one driver process each)",
+    TURNS: f"in fine turns (both drivers at once, each sending in its own {defaults.TURN_S * 1000:g} ms slots, ABBA)",
 }
+#: The driver that can take fine turns (``--turn``).
+TURN_DRIVERS = frozenset({"rust"})
 #: Drivers whose runs are independent processes, so two may measure at the same moment
 #: (a Locust session shares one master and its workers between runs).
 SIDE_BY_SIDE_DRIVERS = frozenset({"rust", "iperf3"})
@@ -83,6 +97,42 @@ def design_problem(sides: Sequence[SideLike], reads_costs: bool) -> Optional[str
     return None
 
 
+class ShapeLike(Protocol):
+    """What the choice of fine turns reads of the load."""
+
+    @property
+    def rate(self) -> Optional[float]: ...
+
+    @property
+    def http2(self) -> bool: ...
+
+
+def turn_problem(sides: Sequence[SideLike], shape: ShapeLike) -> Optional[str]:
+    """Why these sides cannot share each round in fine turns, or None."""
+    if len(sides) != 2:
+        return f"fine turns share a round between two sides, not {len(sides)}"
+    others = sorted({s.driver for s in sides if s.driver not in TURN_DRIVERS})
+    if others:
+        return f"the {', '.join(others)} driver does not take fine turns"
+    if shape.rate:
+        return "a fixed-rate load keeps its timetable"
+    if shape.http2:
+        return "HTTP/2 and gRPC loads do not take fine turns"
+    return None
+
+
+def fine_turns(setting: str, sides: Sequence[SideLike], reads_costs: bool, shape: ShapeLike) -> tuple[bool, str]:
+    """Whether the sides share each round in fine turns under the design ``setting`` (only
+    ``turns`` asks for them), and (asked for but impossible) why they are measured in
+    alternating rounds instead ("" else)."""
+    if setting != TURNS:
+        return False, ""
+    problem = turn_problem(sides, shape) or design_problem(sides, reads_costs)
+    if problem is None:
+        return True, ""
+    return False, f"measured in alternating rounds, not in fine turns: {problem}"
+
+
 def own_systems(sides: Sequence[SideLike]) -> bool:
     """Whether every side is known to run on containers of its own (its own cost probe)."""
     probes = [s.costs for s in sides]
@@ -105,7 +155,7 @@ def round_groups(
     if setting not in DESIGNS:
         raise ValueError(f"unknown design {setting!r}; expected one of {', '.join(DESIGNS)}")
     apart = [[side] for side in sides]
-    if setting == ALTERNATE or len(sides) < 2:
+    if setting in (ALTERNATE, TURNS) or len(sides) < 2:
         return apart, ""
     problem = design_problem(sides, reads_costs)
     if problem is None and (setting == SIMULTANEOUS or (auto_together and own_systems(sides))):

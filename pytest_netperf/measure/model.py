@@ -18,7 +18,7 @@ from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import NetperfError
 from pytest_netperf.measure.contention import both_sides_starved
 from pytest_netperf.measure.counting_pass import CountingNode
-from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS
+from pytest_netperf.measure.design import ALTERNATE, SIMULTANEOUS, TURNS
 from pytest_netperf.measure.endpoint import WireCounter
 from pytest_netperf.measure.system_costs import CostProbe
 from pytest_netperf.measure.validity import Disturbance, runner_busy, samples_problem, unevenly_busy
@@ -120,6 +120,8 @@ class Measurement:
     groups: list[list[Series]] = field(default_factory=list)
     #: Why series alternated although the settings asked for simultaneous rounds ("" when not).
     design_note: str = ""
+    #: The slot length (s) when the two series share each round in fine turns (design ``turns``), else None.
+    turn_s: Optional[float] = None
     #: The open-loop rate a share of the measured capacity came to (``rate="25%"``), or "".
     rate_note: str = ""
 
@@ -150,7 +152,10 @@ class Measurement:
 
     @property
     def design(self) -> str:
-        """``simultaneous`` when any series were loaded together, else ``alternate``."""
+        """``turns`` when the series shared each round in fine turns, ``simultaneous`` when any
+        were loaded together, else ``alternate``."""
+        if self.turn_s is not None and any(len(group) > 1 for group in self.groups):
+            return TURNS
         return SIMULTANEOUS if any(len(group) > 1 for group in self.groups) else ALTERNATE
 
     def spoiled_rounds(self, budget: Budget) -> dict[int, tuple[Series, Disturbance]]:

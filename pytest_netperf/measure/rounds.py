@@ -17,7 +17,7 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.errors import DriverError, InvalidMeasurement
 from pytest_netperf.measure.contention import shared_cores, starved_by_each_other, starved_by_stack
-from pytest_netperf.measure.design import SIMULTANEOUS, run_side_by_side
+from pytest_netperf.measure.design import SHARE_THE_RUNNER, run_side_by_side
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import round_seed
 from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
@@ -112,7 +112,7 @@ class TimedRounds:
                     except _SaturatedTogether as exc:
                         # e.g. a head that burns CPU starves its base twin's driver as well: from
                         # here on each side alone, as the alternating design measures it
-                        m.groups = [[s] for s in m.series()]
+                        m.groups, m.turn_s = [[s] for s in m.series()], None
                         m.design_note = (
                             f"measured in alternating rounds from round {i + 1}: loaded at once, the load "
                             f"drivers were saturated in {self.settings.saturated_retries + 1} attempts ({exc})"
@@ -205,7 +205,7 @@ class TimedRounds:
         that measured slower than the baseline's, with that speed given back. Each step says
         in the verdict's note what it left out or gave back."""
         other = m.judged_series(b)
-        together = m.design == SIMULTANEOUS  # in turns, each side met neighbours of its own
+        together = m.design in SHARE_THE_RUNNER  # in whole rounds by turns, each side met neighbours of its own
         even_pairs = other is not None and judged_on_even_pairs(b, together)
         if even_pairs:
             assert other is not None
@@ -348,7 +348,9 @@ class TimedRounds:
             problem = series.guard() if series.guard is not None else None
             if problem:
                 raise InvalidMeasurement(f"{wheres[id(series)]}: {problem}; no load was sent")
-        tasks = [self._round_task(s, wheres[id(s)]) for s in group]
+        turns = m.turn_s if len(group) > 1 else None
+        # in fine turns the sides swap their slots from round to round, so neither keeps the first
+        tasks = [self._round_task(s, wheres[id(s)], turns, (i + index) % 2) for i, s in enumerate(group)]
         held_every_time = {id(s): True for s in group}
         starved_now: set[int] = set()
         results: list[RoundResult] = []
@@ -365,7 +367,7 @@ class TimedRounds:
             for series, _, _ in saturated:
                 held_every_time[id(series)] = held_every_time[id(series)] and held[id(series)] is not None
             if attempt == self.settings.saturated_retries:
-                if len(group) > 1:
+                if len(group) > 1 and m.turn_s is None:  # in fine turns the sides never load at once
                     runner_held = all(d.by_runner for _, _, d in saturated)
                     own_load = starved_by_each_other(results, [s.driver_or_fail().cpus for s in group], runner_held)
                     if own_load is not None:  # loaded together they starve each other's drivers: one at a time
@@ -403,9 +405,14 @@ class TimedRounds:
             m.applies(b) and any(s is series for s in m.judged(b)) and found.spoils(b.metric) for b in self.budgets
         )
 
-    def _round_task(self, series: Series, where: str) -> Callable[[], RoundResult]:
-        """One attempt at a round of ``series``: the driver's run with the wire and cost counters around it."""
+    def _round_task(
+        self, series: Series, where: str, turn_s: Optional[float] = None, side: int = 0
+    ) -> Callable[[], RoundResult]:
+        """One attempt at a round of ``series``: the driver's run with the wire and cost counters
+        around it; ``turn_s``: sending only in slots of this length, as side ``side`` (design ``turns``)."""
         shape = series.shape
+        if turn_s is not None:  # read by the Rust driver (--turn, --turn-side)
+            shape = replace(shape, extra={**shape.extra, "turn": f"{turn_s * 1000:g}ms", "turn_side": str(side)})
         if series.rounds:  # warm already: the new connections only need to settle
             shape = replace(shape, warmup_s=min(shape.warmup_s, self.settings.round_warmup_s))
         if shape.rate and shape.arrival == "poisson":  # read by the Rust driver (--seed)

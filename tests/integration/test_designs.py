@@ -3,6 +3,9 @@ echo server, each its own container, are loaded at the same moment in every roun
 rounds start within a fraction of the round's length, read from the results file), an
 unchanged pair passes and CPU burnt per request on head fails; the report says which design
 the verdicts came from. A comparison of one container with itself alternates, with the reason.
+Fine turns (``--netperf-design turns``, two closed loops): the same two containers share every
+round in 10 ms slots, their drivers running at once, each side's rate per second of its own
+slots; unchanged they pass, with head burning CPU they fail.
 Real echo containers and the real Rust driver.
 """
 
@@ -35,6 +38,12 @@ def test_head_vs_base(netperf, netperf_topology):
     netperf.compare(with_query(head, burn=BURN) if BURN else head, reference=base, connections=4, rate=1000)
 
 
+@pytest.mark.netperf("rps >= 0.8x reference")
+def test_closed_loops(netperf, netperf_topology):
+    head, base = echo(netperf_topology, "echo-head"), echo(netperf_topology, "echo-base")
+    netperf.compare(with_query(head, burn=BURN) if BURN else head, reference=base, connections=8)
+
+
 @pytest.mark.netperf("cpu_per_request[echo] <= 1.3x reference")
 def test_one_container_against_itself(netperf, netperf_topology):
     head = echo(netperf_topology, "echo-head")
@@ -42,6 +51,7 @@ def test_one_container_against_itself(netperf, netperf_topology):
 """
 
 RUN = netperf_args(6, 16, "0.5", "0.5", "--netperf-design=simultaneous", "--netperf-json=results.json", "-rA")
+TURNS = netperf_args(6, 16, "0.5", "0.5", "--netperf-design=turns", "--netperf-json=results.json", "-rA")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -87,3 +97,30 @@ def test_one_container_against_itself_alternates_and_says_why(pytester: pytest.P
     (row,) = results(pytester)["rows"]
     assert row["design"] == "alternate", row
     assert any("alternating rounds, not simultaneously" in note and "same containers" in note for note in row["notes"])
+
+
+def test_two_closed_loops_share_each_round_in_fine_turns(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(test_design=GATE)
+    same = pytester.runpytest_subprocess(*TURNS, "-k", "closed_loops")
+    assert same.ret == 0, same.stdout.str()[-3000:]
+    doc = json_report(pytester)
+    (row,) = doc["rows"]
+    assert row["design"] == "turns" and row["verdict"] == "PASS", row
+    assert "fine turns" in row["facts"]["candidate"]["rounds"], row["facts"]
+    (measurement,) = doc["results"]["test_design.py::test_closed_loops"]
+    candidate = measurement["series"]["candidate"]["rounds"]
+    reference = measurement["series"]["reference"]["rounds"]
+    assert len(candidate) == len(reference) >= 6
+    for cand, ref in zip(candidate, reference, strict=True):
+        assert abs(cand["started_at"] - ref["started_at"]) < 0.2, (cand["started_at"], ref["started_at"])
+        # each side sent in half of the 0.5 s window: its rate is per second of its own slots
+        assert 0.2 <= cand["duration_s"] <= 0.3 and 0.2 <= ref["duration_s"] <= 0.3, (cand, ref)
+
+    monkeypatch.setenv("ECHO_BURN", "200us")  # many times the echo server's own CPU per request
+    burnt = pytester.runpytest_subprocess(*TURNS, "-k", "closed_loops")
+    assert burnt.ret == 1, burnt.stdout.str()[-3000:]
+    (row,) = json_report(pytester)["rows"]
+    assert row["verdict"] == "FAIL" and row["design"] == "turns", row
+    assert row["raw"]["estimate"] < 0.5, row

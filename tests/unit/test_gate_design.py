@@ -26,7 +26,9 @@ from pytest_netperf.measure.design import (
     AUTO,
     DESIGNS,
     SIMULTANEOUS,
+    TURNS,
     design_problem,
+    fine_turns,
     round_groups,
     run_side_by_side,
 )
@@ -198,7 +200,7 @@ def test_run_side_by_side_starts_together_keeps_order_and_raises_after_all_finis
 
 
 def test_an_unknown_design_is_a_clear_error_in_settings_and_marker() -> None:
-    assert set(DESIGNS) == {AUTO, ALTERNATE, SIMULTANEOUS}
+    assert set(DESIGNS) == {AUTO, ALTERNATE, SIMULTANEOUS, TURNS}
     with pytest.raises(ValueError, match="design"):
         Settings.from_mapping({"design": "sideways"})
     assert Settings.from_mapping({"design": "simultaneous"}).gate_view().design == SIMULTANEOUS
@@ -275,7 +277,7 @@ def test_measure_at_a_fixed_rate_loads_head_and_base_together_closed_loop_and_co
     driver = ClockedDriver()  # closed loop: the throughput of each would depend on the scheduler's split
     assert gate(driver, AUTO, ("rps >= 0.9x base",)).measure(edge).design == ALTERNATE
 
-    driver = ClockedDriver()
+    driver = ClockedDriver()  # three sides: whole rounds in turns
     g = gate(driver, AUTO, ("rps >= 0.5x reference", "rps >= 0.9x base"))
     m = g.compare(edge, reference=app)
     assert m.design == ALTERNATE and driver.overlapping_pairs() == 0
@@ -373,3 +375,62 @@ def test_sides_whose_own_load_held_the_cores_go_on_one_at_a_time() -> None:
     assert m.design == ALTERNATE
     assert m.design_note.startswith("measured in alternating rounds from round 2")
     assert "waiting for CPUs others held" in m.design_note
+
+
+class TurnTakingDriver(ClockedDriver):
+    """A ClockedDriver that also records the turn flags each run was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.turns: list[tuple[str, object, object]] = []
+
+    def run(self, url: str, shape: LoadShape) -> RoundResult:
+        with self._lock:
+            self.turns.append((url, shape.extra.get("turn"), shape.extra.get("turn_side")))
+        return super().run(url, shape)
+
+
+def test_turns_share_each_round_of_two_closed_loops_in_fine_turns() -> None:
+    driver = TurnTakingDriver()
+    g = gate(driver, TURNS)
+    m = g.compare(HEAD, BASE)
+    assert m.design == TURNS and m.turn_s == pytest.approx(0.01)
+    assert driver.overlapping_pairs() == 4  # both drivers run at once, each in its own slots
+    assert {turn for _, turn, _ in driver.turns} == {"10ms"}
+    sides = {url: [side for u, _, side in driver.turns if u == url] for url in (HEAD, BASE)}
+    assert sides[HEAD] == ["0", "1", "0", "1"] and sides[BASE] == ["1", "0", "1", "0"]  # swapped each round
+    (outcome,) = g.finish()
+    assert outcome.status is Status.PASS
+    assert row_for_outcome(outcome, g).design == TURNS
+
+
+def test_a_fixed_rate_keeps_whole_rounds_and_leaves_the_flags_out() -> None:
+    driver = TurnTakingDriver()
+    g = gate(driver, TURNS)
+    m = g.compare(HEAD, BASE, rate=500)
+    assert m.design == ALTERNATE and driver.overlapping_pairs() == 0
+    assert {turn for _, turn, _ in driver.turns} == {None}
+    (outcome,) = g.finish()
+    assert any("not in fine turns: a fixed-rate load keeps its timetable" in n for n in outcome.notes), outcome.notes
+    driver = TurnTakingDriver()  # auto keeps whole rounds in turns for closed loops
+    assert gate(driver, AUTO).compare(HEAD, BASE).design == ALTERNATE
+
+
+def test_fine_turns_only_for_two_closed_loops_of_the_rust_driver() -> None:
+    pair = [side("candidate", HEAD, SharedProbe()), side("reference", BASE, SharedProbe())]
+    closed, fixed, h2 = LoadShape(), LoadShape(rate=1000.0), LoadShape(http="2")
+    assert fine_turns(AUTO, pair, True, closed) == (False, "")  # asked for by name only
+    assert fine_turns(TURNS, pair, True, closed) == (True, "")
+    assert fine_turns(ALTERNATE, pair, True, closed) == (False, "")
+    assert fine_turns(SIMULTANEOUS, pair, True, closed) == (False, "")
+    turns, note = fine_turns(TURNS, pair, True, fixed)
+    assert not turns and "fixed-rate load keeps its timetable" in note
+    assert "HTTP/2" in fine_turns(TURNS, pair, True, h2)[1]
+    locust = [side("candidate", HEAD, SharedProbe(), "locust"), side("reference", BASE, SharedProbe(), "locust")]
+    assert "locust driver does not take fine turns" in fine_turns(TURNS, locust, True, closed)[1]
+    three = [*pair, side("base", BASE, SharedProbe())]
+    assert "not 3" in fine_turns(TURNS, three, True, closed)[1]
+    probe = SharedProbe()  # two paths through one stack, with a cost budget: each would pay for both
+    paths = [side("candidate", HEAD, probe), side("reference", BASE, probe)]
+    assert "same containers" in fine_turns(TURNS, paths, True, closed)[1]
+    assert fine_turns(TURNS, paths, False, closed) == (True, "")

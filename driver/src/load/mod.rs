@@ -11,6 +11,7 @@ pub mod signal;
 pub mod stats;
 pub mod tls_conn;
 pub mod tls_stats;
+pub mod turns;
 pub mod worker;
 
 use std::io::Write;

@@ -12,6 +12,7 @@ use super::conn::InFlight;
 use super::plan::Plan;
 use super::schedule::Schedule;
 use super::stats::{ErrorKind, ThreadStats};
+use super::turns::Turns;
 use crate::health::{thread_saturated, ThreadClock, ThreadUsage};
 use crate::hist;
 
@@ -76,6 +77,8 @@ pub struct Pacer {
     quota: Option<u64>,
     /// Snapshot of this thread's clocks when the window started.
     window_clock: Option<ThreadClock>,
+    /// Closed loop under `--turn`: the slots in which this side may send (None: always).
+    pub turns: Option<Turns>,
 }
 
 impl Pacer {
@@ -91,6 +94,7 @@ impl Pacer {
             censored_done: false,
             quota,
             window_clock: None,
+            turns: None,
         }
     }
 
@@ -107,7 +111,9 @@ impl Pacer {
                 plan.seed,
             )
         });
-        Pacer::new(tl, schedule, plan.requests_of(thread))
+        let mut pacer = Pacer::new(tl, schedule, plan.requests_of(thread));
+        pacer.turns = plan.turns;
+        pacer
     }
 
     /// Empty measurements of this thread's round.
@@ -179,6 +185,9 @@ impl Pacer {
         if self.stopped || now >= self.tl.window_end_ns || !self.take_quota() {
             self.stopped = true;
             return None;
+        }
+        if self.turns.is_some_and(|t| !t.active(now)) {
+            return None; // the other side's slot: the connection waits for this side's next one
         }
         let in_window = self.in_window(now);
         if in_window {
@@ -264,7 +273,15 @@ impl Pacer {
         if self.window_usage.is_some() || now < self.tl.window_end_ns {
             return;
         }
-        let usage = start.usage_until(&ThreadClock::now(now));
+        let mut usage = start.usage_until(&ThreadClock::now(now));
+        if let Some(turns) = self.turns {
+            // the thread waits out the other side's slots: its use of its own slots is what
+            // tells whether it was the limit there
+            let active = turns.active_ns(start.at_ns(), now);
+            if active > 0 {
+                usage = usage.scaled(now.saturating_sub(start.at_ns()) as f64 / active as f64);
+            }
+        }
         self.window_usage = Some(usage);
         if self.open_loop() && thread_saturated(true, &usage) {
             self.abandon_backlog(stats);

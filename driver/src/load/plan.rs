@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 
 use super::conn::Framing;
 use super::schedule::ArrivalKind;
+use super::turns::Turns;
 use crate::cli::{Arrival, HttpOpts};
 use crate::exit::Failure;
 use crate::http2::plan::Http2Plan;
@@ -46,6 +47,8 @@ pub struct Plan {
     pub tls: Option<TlsTarget>,
     /// `--http2`/`--grpc`: streams per connection and the request template (None: HTTP/1.1).
     pub http2: Option<Http2Plan>,
+    /// `--turn`: this side's slots when sharing the time with another driver (None: always).
+    pub turns: Option<Turns>,
 }
 
 impl Plan {
@@ -116,6 +119,7 @@ impl Plan {
             None
         };
         let http2 = Http2Plan::from_opts(opts, &url, &method, &headers)?;
+        let turns = turns_of(opts, http2.is_some())?;
         let tls = match (tls, &http2) {
             (Some(t), Some(_)) => Some(t.for_http2()),
             (tls, _) => tls,
@@ -176,6 +180,7 @@ impl Plan {
             seed: opts.seed,
             tls,
             http2,
+            turns,
         })
     }
 
@@ -194,6 +199,31 @@ impl Plan {
     /// Number of per-interval buckets in the window.
     pub fn interval_count(&self) -> usize {
         self.duration_ns.div_ceil(self.interval_ns) as usize
+    }
+}
+
+/// `--turn`: a closed loop over HTTP/1.1 or raw TCP, in slots long enough to matter.
+fn turns_of(opts: &HttpOpts, http2: bool) -> Result<Option<Turns>, Failure> {
+    let Some(turn_ns) = opts.turn else {
+        return Ok(None);
+    };
+    let problem = if opts.rate.is_some() {
+        Some("--turn needs a closed loop (no --rate): an open loop's timetable does not pause")
+    } else if opts.requests.is_some() {
+        Some("--turn cannot be combined with --requests")
+    } else if http2 {
+        Some("--turn is for HTTP/1.1 and tcp:// targets, not --http2 or --grpc")
+    } else if turn_ns < 1_000_000 {
+        Some("--turn must be at least 1ms")
+    } else {
+        None
+    };
+    match problem {
+        Some(text) => Err(Failure::usage(text)),
+        None => Ok(Some(Turns {
+            turn_ns,
+            side: opts.turn_side,
+        })),
     }
 }
 

@@ -10,6 +10,7 @@ use super::plan::Plan;
 use super::preflight::Preflight;
 use super::signal;
 use super::stats::ThreadStats;
+use super::turns::Turns;
 use crate::clock::mono_ns;
 use crate::exit::Failure;
 use crate::health::{process_cpu, CpuTimes, ThreadUsage};
@@ -25,6 +26,7 @@ pub struct RunClock {
     /// The phases every worker thread follows.
     pub tl: Timeline,
     cpu_before: CpuTimes,
+    turns: Option<Turns>,
 }
 
 impl RunClock {
@@ -41,7 +43,11 @@ impl RunClock {
             window_end_ns,
             hard_end_ns: window_end_ns + plan.timeout_ns + DRAIN_GRACE_NS,
         };
-        RunClock { tl, cpu_before }
+        RunClock {
+            tl,
+            cpu_before,
+            turns: plan.turns,
+        }
     }
 
     /// The run has ended: its failure (interrupted, the target vanished, a thread failed),
@@ -74,6 +80,9 @@ impl RunClock {
             wall_s,
             threads,
             preflight_sockets: pre.sockets,
+            window_active_ns: self
+                .turns
+                .map(|t| t.active_ns(self.tl.window_start_ns, self.tl.window_end_ns)),
         };
         Ok((stats, facts))
     }

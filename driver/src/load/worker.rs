@@ -53,6 +53,8 @@ struct Worker {
     liveness: Arc<Liveness>,
     /// This worker's signs of life and failed connects.
     watch: Watch,
+    /// Closed loop under `--turn`: free connections waiting for this side's next slot.
+    waiting: Vec<usize>,
 }
 
 /// Run one worker thread until its share of the window is measured.
@@ -96,6 +98,7 @@ pub fn run_worker(
         spin_ns,
         liveness,
         watch: Watch::default(),
+        waiting: Vec::new(),
     };
     for i in 0..w.conns.len() {
         if let Some(stream) = &mut w.conns[i].stream {
@@ -177,6 +180,7 @@ impl Worker {
                 self.next_scan_ns = now + self.scan_period_ns;
             }
             self.run_retries(now);
+            self.resume_waiting(now);
             let timeout = self.poll_timeout(now)?;
             if let Err(e) = self.poll.poll(&mut events, timeout) {
                 if e.kind() != io::ErrorKind::Interrupted {
@@ -202,6 +206,9 @@ impl Worker {
         let mut wake = self.pace.wake_by(now, self.next_scan_ns, MAX_POLL_NS);
         if let Some(&i) = self.retries.front() {
             wake = wake.min(self.conns[i].retry_at_ns);
+        }
+        if let (Some(turns), false) = (&self.pace.turns, self.waiting.is_empty()) {
+            wake = wake.min(turns.next_start(now));
         }
         if let (Some(sched), false) = (&self.pace.schedule, self.pace.stopped) {
             // Within the spin window, busy-poll epoll (zero timeout) so responses are still
@@ -472,6 +479,19 @@ impl Worker {
     fn closed_next(&mut self, i: usize, now: u64) {
         if let Some(req) = self.pace.closed_request(now) {
             self.assign(i, req, now);
+        } else if !self.pace.stopped {
+            self.waiting.push(i); // the other side's slot (--turn)
+        }
+    }
+
+    /// Closed loop under `--turn`: once this side's slot has come, the connections that
+    /// waited for it send again.
+    fn resume_waiting(&mut self, now: u64) {
+        let mine = self.pace.turns.is_some_and(|t| t.active(now));
+        if mine || self.pace.stopped {
+            for i in std::mem::take(&mut self.waiting) {
+                self.closed_next(i, now);
+            }
         }
     }
 
