@@ -44,7 +44,7 @@ class ReportRow:
     #: Facts per measured series (``candidate``, ``reference``): images, resources, driver cores.
     facts: dict[str, dict[str, str]] = field(default_factory=dict)
     #: How the candidate and what the budget compares it with shared the runner's time
-    #: (measure/design.py: simultaneous or alternate); "" when nothing of this run is compared.
+    #: (measure/design.py: simultaneous, turns or alternate); "" when nothing of this run is compared.
     design: str = ""
     #: How busy the runner was during the measurement's rounds (report/runner_state.py); empty when unread.
     runner: dict[str, Any] = field(default_factory=dict)
@@ -120,7 +120,7 @@ DESIGN_FACT = "rounds"
 
 def compared_design(m: Measurement, budget: Budget) -> str:
     """How the candidate and what ``budget`` compares it with shared the runner's time in ``m``
-    (``simultaneous`` or ``alternate``); "" when the budget compares with nothing measured in this run."""
+    (``simultaneous``, ``turns`` or ``alternate``); "" when the budget compares with nothing measured in this run."""
     return m.design if m.judged_series(budget) is not None else ""  # the series are loaded all together or all apart
 
 

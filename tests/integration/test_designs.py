@@ -63,6 +63,18 @@ def results(pytester: pytest.Pytester) -> dict:
     return json_report(pytester)
 
 
+def rounds_started_together(doc: dict, test: str) -> list[tuple[dict, dict]]:
+    """The candidate's and reference's rounds of ``test``, pair by pair, each pair's drivers
+    started together: at one barrier, well within the 0.25 s warmup of a later round."""
+    (measurement,) = doc["results"][f"test_design.py::{test}"]
+    candidate = measurement["series"]["candidate"]["rounds"]
+    reference = measurement["series"]["reference"]["rounds"]
+    assert len(candidate) == len(reference) >= 6
+    for cand, ref in zip(candidate, reference, strict=True):
+        assert abs(cand["started_at"] - ref["started_at"]) < 0.2, (cand["started_at"], ref["started_at"])
+    return list(zip(candidate, reference, strict=True))
+
+
 def test_head_and_base_are_loaded_together_and_judged(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -72,14 +84,8 @@ def test_head_and_base_are_loaded_together_and_judged(
     doc = results(pytester)
     assert {row["design"] for row in doc["rows"]} == {"simultaneous"}, doc["rows"]
     assert all("simultaneous" in row["facts"]["candidate"]["rounds"] for row in doc["rows"]), doc["rows"]
-    (measurement,) = doc["results"]["test_design.py::test_head_vs_base"]
-    candidate = measurement["series"]["candidate"]["rounds"]
-    reference = measurement["series"]["reference"]["rounds"]
-    assert len(candidate) == len(reference) >= 6
-    for cand, ref in zip(candidate, reference, strict=True):
-        # both drivers start at one barrier: well within the 0.25 s warmup of a later round
-        assert abs(cand["started_at"] - ref["started_at"]) < 0.2, (cand["started_at"], ref["started_at"])
-    starts = [r["started_at"] for r in candidate]
+    pairs = rounds_started_together(doc, "test_head_vs_base")
+    starts = [cand["started_at"] for cand, _ in pairs]
     assert all(b - a >= 0.5 for a, b in zip(starts, starts[1:], strict=False)), starts  # one round after another
 
     monkeypatch.setenv("ECHO_BURN", "40us")  # about three times the echo server's own CPU per request
@@ -105,22 +111,17 @@ def test_two_closed_loops_share_each_round_in_fine_turns(
     pytester.makepyfile(test_design=GATE)
     same = pytester.runpytest_subprocess(*TURNS, "-k", "closed_loops")
     assert same.ret == 0, same.stdout.str()[-3000:]
-    doc = json_report(pytester)
+    doc = results(pytester)
     (row,) = doc["rows"]
     assert row["design"] == "turns" and row["verdict"] == "PASS", row
     assert "fine turns" in row["facts"]["candidate"]["rounds"], row["facts"]
-    (measurement,) = doc["results"]["test_design.py::test_closed_loops"]
-    candidate = measurement["series"]["candidate"]["rounds"]
-    reference = measurement["series"]["reference"]["rounds"]
-    assert len(candidate) == len(reference) >= 6
-    for cand, ref in zip(candidate, reference, strict=True):
-        assert abs(cand["started_at"] - ref["started_at"]) < 0.2, (cand["started_at"], ref["started_at"])
+    for cand, ref in rounds_started_together(doc, "test_closed_loops"):
         # each side sent in half of the 0.5 s window: its rate is per second of its own slots
         assert 0.2 <= cand["duration_s"] <= 0.3 and 0.2 <= ref["duration_s"] <= 0.3, (cand, ref)
 
     monkeypatch.setenv("ECHO_BURN", "200us")  # many times the echo server's own CPU per request
     burnt = pytester.runpytest_subprocess(*TURNS, "-k", "closed_loops")
     assert burnt.ret == 1, burnt.stdout.str()[-3000:]
-    (row,) = json_report(pytester)["rows"]
+    (row,) = results(pytester)["rows"]
     assert row["verdict"] == "FAIL" and row["design"] == "turns", row
     assert row["raw"]["estimate"] < 0.5, row
