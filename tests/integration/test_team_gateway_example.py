@@ -3,7 +3,7 @@ fresh repository, its throughput gate run unchanged (PASS), then with the upstre
 pool removed from the team's nginx config (FAIL naming ``rps_loss``).
 
 Real containers through the team's Compose file (nginx under the example's image mapping,
-the echo app); each run is 3 to 5 rounds of 1 s per side.
+the echo app); each run is 3 to 8 rounds of 1 s per side.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ pytestmark = pytest.mark.docker
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 KEEPALIVE_LINE = "keepalive 32;"
-RUN = netperf_args(3, 5, "1", "0.5", "-m", "netperf", "-k", "throughput", "--netperf-json=results.json")
+# up to 8 rounds: with 5, a quiet AMD VM left the dropped pool undecided at 98.1% [90.4%, 99.6%]
+# loss (p=0.023 above the last look's 0.019 after Holm)
+RUN = netperf_args(3, 8, "1", "0.5", "-m", "netperf", "-k", "throughput", "--netperf-json=results.json")
 
 
 @pytest.fixture(scope="module", autouse=True)
