@@ -20,15 +20,14 @@ import json
 import math
 import statistics
 import subprocess
-import threading
 import time
-from collections.abc import Callable
 from contextlib import ExitStack
 from functools import partial
 
 from _loopback import free_port, wait_for_port
 from _neighbour import Neighbour, add_neighbour_options, describe, parse_scenarios
 
+from pytest_netperf.measure.design import run_side_by_side
 from pytest_netperf.runtime.commands import find_driver_binary
 
 WHOLE = "whole rounds"
@@ -48,27 +47,6 @@ def rate(binary: str, args: argparse.Namespace, url: str, extra: list[str]) -> f
     return float(json.loads(out.stdout)["summary"]["achieved_rps"])
 
 
-def at_once(tasks: list[Callable[[], float]]) -> list[float]:
-    """Run every task at the same moment, one thread each; a task's failure is raised here."""
-    results: list[float] = [0.0] * len(tasks)
-    failures: list[BaseException] = []
-
-    def work(i: int) -> None:
-        try:
-            results[i] = tasks[i]()
-        except BaseException as exc:  # re-raised in the caller's thread below
-            failures.append(exc)
-
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(tasks))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if failures:
-        raise failures[0]
-    return results
-
-
 def measure(args: argparse.Namespace, binary: str, ref_url: str, cand_url: str) -> dict[str, list[float]]:
     """Per design, the log(candidate / reference) of each pair."""
     logs: dict[str, list[float]] = {t: [] for t in args.turns}
@@ -78,7 +56,7 @@ def measure(args: argparse.Namespace, binary: str, ref_url: str, cand_url: str) 
             side = str(k % 2)  # the sides swap slots from pair to pair, as the plugin's rounds do
             other = str(1 - k % 2)
             flags = [["--turn", turn, "--turn-side", side], ["--turn", turn, "--turn-side", other]]
-            cand, ref = at_once(
+            cand, ref = run_side_by_side(
                 [partial(rate, binary, args, url, f) for url, f in zip((cand_url, ref_url), flags, strict=True)]
             )
             logs[turn].append(math.log(cand / ref))

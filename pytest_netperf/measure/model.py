@@ -154,7 +154,7 @@ class Measurement:
     def design(self) -> str:
         """``turns`` when the series shared each round in fine turns, ``simultaneous`` when any
         were loaded together, else ``alternate``."""
-        if self.turn_s is not None and any(len(group) > 1 for group in self.groups):
+        if self.turn_s is not None:  # set with one group of both series, cleared when they split
             return TURNS
         return SIMULTANEOUS if any(len(group) > 1 for group in self.groups) else ALTERNATE
 
