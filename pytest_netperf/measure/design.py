@@ -15,7 +15,9 @@ otherwise the gate measures in alternating rounds and says why.
 once, each sending only in its own slots of :data:`~pytest_netperf.defaults.TURN_S` (10 ms,
 ABBA, aligned on the host's monotonic clock), so a neighbour's burst longer than a few slots
 lands on both sides alike, and neither side's closed loop competes with the other's for the
-cores. Rates are per second of a side's own slots.
+cores. Rates are per second of a side's own slots. A closed loop whose queue at the server
+(its median latency) is longer than 30% of a slot would run on into the other side's slot;
+the gate then measures in alternating rounds and says why.
 
 ``auto`` measures simultaneously one target at two revisions at a fixed rate (head and its
 base twin under ``--netperf-base``, each on containers of its own) and alternates otherwise: different
@@ -28,7 +30,7 @@ Rates of false FAILs and detections of both designs on the same work:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Optional, Protocol, TypeVar, cast
 
 from pytest_netperf import defaults
@@ -131,6 +133,22 @@ def fine_turns(setting: str, sides: Sequence[SideLike], reads_costs: bool, shape
     if problem is None:
         return True, ""
     return False, f"measured in alternating rounds, not in fine turns: {problem}"
+
+
+def queue_outlasts_turn(latencies_s: Mapping[str, float], turn_s: float) -> Optional[str]:
+    """Why fine turns of ``turn_s`` did not keep the sides apart, given each side's median
+    latency (s) in a round (its closed loop's queue, which drains into the other side's slot
+    after its own ends), or None when every side's is within
+    :data:`~pytest_netperf.defaults.TURN_LATENCY_SHARE` of a slot."""
+    bound = turn_s * defaults.TURN_LATENCY_SHARE
+    long = {label: latency for label, latency in latencies_s.items() if latency > bound}
+    if not long:
+        return None
+    each = ", ".join(f"{label} {latency * 1e3:.3g} ms" for label, latency in long.items())
+    return (
+        f"the closed loops' requests queue longer than fine turns of {turn_s * 1e3:g} ms allow (median "
+        f"latency {each}, above {bound * 1e3:.3g} ms): each side's queue would run on into the other's turn"
+    )
 
 
 def own_systems(sides: Sequence[SideLike]) -> bool:

@@ -17,7 +17,7 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.errors import DriverError, InvalidMeasurement
 from pytest_netperf.measure.contention import shared_cores, starved_by_each_other, starved_by_stack
-from pytest_netperf.measure.design import SHARE_THE_RUNNER, run_side_by_side
+from pytest_netperf.measure.design import SHARE_THE_RUNNER, queue_outlasts_turn, run_side_by_side
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import round_seed
 from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
@@ -62,8 +62,17 @@ def pooled_weights(metric: str, rounds: Sequence[RoundResult]) -> Optional[list[
     return None if weight is None else [weight(r) for r in rounds]
 
 
-class _SaturatedTogether(Exception):
-    """A round of series loaded together saturated a driver on every attempt (the text says which)."""
+class _GoAlternate(Exception):
+    """A round of series loaded together cannot be kept together; the text says why, as the
+    note of the design from that round on."""
+
+
+class _SaturatedTogether(_GoAlternate):
+    """A round of series loaded together saturated a driver on every attempt."""
+
+
+class _QueueOutlastsTurn(_GoAlternate):
+    """A round in fine turns queued longer than a turn (measure/design.py)."""
 
 
 class TimedRounds:
@@ -109,14 +118,11 @@ class TimedRounds:
                 for group in order:  # R C, C R, R C … (ABBA); a group's series at once
                     try:
                         self._run_group(m, group, i, done + k, plan.max_rounds)
-                    except _SaturatedTogether as exc:
+                    except _GoAlternate as exc:
                         # e.g. a head that burns CPU starves its base twin's driver as well: from
                         # here on each side alone, as the alternating design measures it
                         m.groups, m.turn_s = [[s] for s in m.series()], None
-                        m.design_note = (
-                            f"measured in alternating rounds from round {i + 1}: loaded at once, the load "
-                            f"drivers were saturated in {self.settings.saturated_retries + 1} attempts ({exc})"
-                        )
+                        m.design_note = f"measured in alternating rounds from round {i + 1}: {exc}"
                         for series in group:
                             self._run_group(m, [series], i, done + k, plan.max_rounds)
 
@@ -372,7 +378,10 @@ class TimedRounds:
                     own_load = starved_by_each_other(results, [s.driver_or_fail().cpus for s in group], runner_held)
                     if own_load is not None:  # loaded together they starve each other's drivers: one at a time
                         saturations = "; ".join(f"{s.label}: {d.describe()}" for s, _, d in saturated)
-                        raise _SaturatedTogether(f"{saturations}; {own_load}")
+                        raise _SaturatedTogether(
+                            f"loaded at once, the load drivers were saturated in "
+                            f"{self.settings.saturated_retries + 1} attempts ({saturations}; {own_load})"
+                        )
                     # the runner held the CPUs (steal, other processes): taking turns would not
                     # give them back, and would lose what loading together cancels; the round
                     # stays together, left out of the budgets it spoils (below)
@@ -389,6 +398,11 @@ class TimedRounds:
                 where = wheres[id(series)]
                 self._notes.append(f"{where}{MEASURED_AGAIN}{spoiler.describe()}")
                 self._progress(f"{self.test_id} [{m.key}] {where}{MEASURED_AGAIN}{spoiler.describe()}")
+        if turns is not None:  # a queue longer than a turn runs into the other side's: not apart
+            medians = {s.label: r.latency.p50_ns / 1e9 for s, r in zip(group, results, strict=True)}
+            overlap = queue_outlasts_turn(medians, turns)
+            if overlap is not None:
+                raise _QueueOutlastsTurn(overlap)
         for series, result in zip(group, results, strict=True):
             gone = series.guard() if series.guard is not None else None
             if gone:  # vanished during the round: what answered may not have been the target

@@ -29,6 +29,7 @@ from pytest_netperf.measure.design import (
     TURNS,
     design_problem,
     fine_turns,
+    queue_outlasts_turn,
     round_groups,
     run_side_by_side,
 )
@@ -50,9 +51,16 @@ class ClockedDriver:
 
     cpus = None
 
-    def __init__(self, name: str = "rust", rps: Optional[dict[str, float]] = None, saturated: frozenset = frozenset()):
+    def __init__(
+        self,
+        name: str = "rust",
+        rps: Optional[dict[str, float]] = None,
+        saturated: frozenset = frozenset(),
+        median_ns: float = 500_000.0,
+    ):
         self.name = name
         self.rps = rps or {}
+        self.median_ns = median_ns
         self.saturated = saturated
         self.runs: list[tuple[str, float, float]] = []
         self._lock = threading.Lock()
@@ -67,7 +75,8 @@ class ClockedDriver:
         end = time.monotonic()
         with self._lock:
             self.runs.append((url, start, end))
-        result = make_round(rps=self.rps.get(url, 1000.0) * (1.0 + 0.01 * (call % 3)), url=url)
+        rps = self.rps.get(url, 1000.0) * (1.0 + 0.01 * (call % 3))
+        result = make_round(rps=rps, median_ns=self.median_ns, url=url)
         if call in self.saturated:
             health = replace(result.client, saturated=True, saturation_reasons=["schedule lag p99 9000 us"])
             result = replace(result, client=health)
@@ -380,8 +389,8 @@ def test_sides_whose_own_load_held_the_cores_go_on_one_at_a_time() -> None:
 class TurnTakingDriver(ClockedDriver):
     """A ClockedDriver that also records the turn flags each run was given."""
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, median_ns: float = 500_000.0) -> None:
+        super().__init__(median_ns=median_ns)
         self.turns: list[tuple[str, object, object]] = []
 
     def run(self, url: str, shape: LoadShape) -> RoundResult:
@@ -402,6 +411,27 @@ def test_turns_share_each_round_of_two_closed_loops_in_fine_turns() -> None:
     (outcome,) = g.finish()
     assert outcome.status is Status.PASS
     assert row_for_outcome(outcome, g).design == TURNS
+
+
+def test_a_queue_longer_than_30_percent_of_a_turn_goes_on_in_alternating_rounds() -> None:
+    driver = TurnTakingDriver(median_ns=9_600_000.0)  # 32 connections at 300 us: a 9.6 ms queue
+    g = gate(driver, TURNS)
+    m = g.compare(HEAD, BASE)
+    assert m.design == ALTERNATE and m.turn_s is None
+    assert m.design_note.startswith("measured in alternating rounds from round 1: the closed loops' requests queue")
+    assert "fine turns of 10 ms" in m.design_note and "above 3 ms" in m.design_note, m.design_note
+    assert len(m.candidate.rounds) == len(m.reference.rounds) == 4  # the round in turns was measured again
+    assert [turn for _, turn, _ in driver.turns][:2] == ["10ms", "10ms"]
+    assert {turn for _, turn, _ in driver.turns[2:]} == {None}
+    (outcome,) = g.finish()
+    assert outcome.status is Status.PASS and row_for_outcome(outcome, g).design == ALTERNATE
+
+
+def test_queue_outlasts_turn_names_the_sides_whose_median_latency_is_above_30_percent_of_a_slot() -> None:
+    assert queue_outlasts_turn({"head": 0.0016, "base": 0.0029}, 0.01) is None
+    why = queue_outlasts_turn({"head": 0.0016, "base": 0.0096}, 0.01)
+    assert why is not None and "base 9.6 ms" in why and "head" not in why and "above 3 ms" in why
+    assert queue_outlasts_turn({"head": 0.0096}, 0.05) is None
 
 
 def test_a_fixed_rate_keeps_whole_rounds_and_leaves_the_flags_out() -> None:
