@@ -5,7 +5,8 @@ unchanged pair passes and CPU burnt per request on head fails; the report says w
 the verdicts came from. A comparison of one container with itself alternates, with the reason.
 Fine turns (``--netperf-design turns``, two closed loops): the same two containers share every
 round in 10 ms slots, their drivers running at once, each side's rate per second of its own
-slots; unchanged they pass, with head burning CPU they fail.
+slots; unchanged they pass, with head burning CPU they fail; closed loops whose requests queue
+longer than 30% of a slot go on in alternating rounds with a note.
 Real echo containers and the real Rust driver.
 """
 
@@ -42,6 +43,13 @@ def test_head_vs_base(netperf, netperf_topology):
 def test_closed_loops(netperf, netperf_topology):
     head, base = echo(netperf_topology, "echo-head"), echo(netperf_topology, "echo-base")
     netperf.compare(with_query(head, burn=BURN) if BURN else head, reference=base, connections=8)
+
+
+@pytest.mark.netperf("rps >= 0.8x reference")
+def test_deep_queues(netperf, netperf_topology):
+    # 8 connections to servers spending 1 ms a request: a queue of several ms on each side
+    head, base = echo(netperf_topology, "echo-head"), echo(netperf_topology, "echo-base")
+    netperf.compare(with_query(head, burn="1000us"), reference=with_query(base, burn="1000us"), connections=8)
 
 
 @pytest.mark.netperf("cpu_per_request[echo] <= 1.3x reference")
@@ -125,3 +133,13 @@ def test_two_closed_loops_share_each_round_in_fine_turns(
     (row,) = results(pytester)["rows"]
     assert row["verdict"] == "FAIL" and row["design"] == "turns", row
     assert row["raw"]["estimate"] < 0.5, row
+
+
+def test_closed_loops_that_queue_longer_than_a_turn_go_on_in_alternating_rounds(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_design=GATE)
+    result = pytester.runpytest_subprocess(*TURNS, "-k", "deep_queues")
+    assert result.ret == 0, result.stdout.str()[-3000:]
+    (row,) = results(pytester)["rows"]
+    assert row["design"] == "alternate" and row["verdict"] == "PASS", row
+    (note,) = [n for n in row["notes"] if n.startswith("measured in alternating rounds from round 1:")]
+    assert "queue longer than fine turns of 10 ms allow" in note and "above 3 ms" in note, note
