@@ -310,9 +310,9 @@ def calibrated_burn(args: argparse.Namespace, ref: object, cand: object, burn_us
     intercept) crosses 5%. One try's effect is off by about a point (32 pairs); a secant
     through the last two alone amplified that (1.75 us measured +5.8%, 1.44 us +3.3%)."""
     tried: list[tuple[float, float]] = []
+    in_design = calibration_design(args, group)
     for _ in range(3):
         effect = effect_of_burn(args, ref, cand, burn_us, group)
-        in_design = calibration_design(args, group)
         print(f"calibration: burn +{burn_us:.3f}us moves {group} by {effect:+.1%} ({in_design})", flush=True)
         tried.append((burn_us, effect))
         burns, effects = [b for b, _ in tried], [e for _, e in tried]

@@ -53,7 +53,7 @@ TURN_S = 0.01
 #: loop's latency is the queue it keeps at the server, and that queue runs on into the other
 #: side's slot after this side's ends. Two echo servers on one core, 10 ms slots, a 5% cut,
 #: 12 pairs each at idle (benchmarks/fine_turns.py; sd per pair, turns vs whole rounds): a
-#: 1.6 ms queue 2.4-3.2% vs 3.4%, 3 ms 2.2% vs 1.7%, 9.6 ms 4.6% vs 1.6%, 100 ms 4.5% vs
+#: 1.6 ms queue 1.7-3.2% vs 3.4-4.3%, 3 ms 2.2% vs 1.7%, 9.6 ms 4.6% vs 1.6%, 100 ms 4.5% vs
 #: 0.5%; beside ``busy`` the 1.6 ms queue kept a median latency of 1.6-2.0 ms.
 TURN_LATENCY_SHARE = 0.3
 #: Arrivals of a fixed-rate (open-loop) load when a test names none: ``poisson``
