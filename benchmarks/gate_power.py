@@ -7,7 +7,7 @@ cost probe, as a pull request's base and head stacks are) are stood up once; eve
 the real :class:`~pytest_netperf.measure.gate.Gate` with the Rust driver, the sequential
 procedure (rounds of --duration seconds, --min-rounds first, up to --max-rounds) and each
 --design (alternate: ABBA rounds, one side at a time; simultaneous: both sides loaded at
-once). Scenarios, each run --gates times per design:
+once; turns: both closed loops at once, each in its own 10 ms slots). Scenarios, each run --gates times per design:
 
 ===========  ==============================================================  ====================================
 scenario     candidate vs reference                                          gate budget
@@ -40,10 +40,11 @@ default is ``idle,busy,heavy:2``.
 
 The defaults are the gate's own table (docs/budgets.md, issue #38): 40 gates per row, each
 design ``auto`` (the plugin's choice for a base twin: simultaneous rounds at a fixed rate,
-alternating ones in a closed loop), the injections calibrated (--calibrate-burn), 1 us of
-burn on both sides of the fixed-rate rows and the pinned layout (both echo containers on
---sut-cores, the drivers on --driver-cores). Before 2026-11-29 the defaults were 20 gates,
-both designs, no calibration, no fixed burn, the quota layout and ``idle`` alone.
+fine turns in a closed loop; alternating whole rounds before 2026-12-01), the injections
+calibrated (--calibrate-burn), 1 us of burn on both sides of the fixed-rate rows and the
+pinned layout (both echo containers on --sut-cores, the drivers on --driver-cores). Before
+2026-11-29 the defaults were 20 gates, both designs, no calibration, no fixed burn, the quota
+layout and ``idle`` alone.
 
 A gate's verdict is its own budget's, after the default final-INCONCLUSIVE policy. Each
 budget lies halfway between no change and the injected regression. On the same rounds the
@@ -101,7 +102,7 @@ from pytest_netperf.drivers import make_driver
 from pytest_netperf.engine.client import docker_client
 from pytest_netperf.errors import InvalidMeasurement
 from pytest_netperf.images.resolve import resolve_image
-from pytest_netperf.measure.design import ALTERNATE, AUTO, DESIGNS, SIMULTANEOUS, TURNS
+from pytest_netperf.measure.design import AUTO, DESIGNS, SIMULTANEOUS, TURNS
 from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.model import Measurement
@@ -147,12 +148,12 @@ PINNED, QUOTA, FLOAT, TWINS = "pinned", "quota", "float", "twins"
 
 def resolve_design(design: str, group: str) -> str:
     """The design a gate of ``group`` runs: ``auto`` is the plugin's choice for a target and its
-    base twin (each on containers of its own), simultaneous at a fixed rate (cpu, p90) and
-    alternate in a closed loop (rps), where a loaded-together pair would split the cores
-    between them (pytest_netperf/measure/design.py); ``turns`` is asked for by name."""
+    base twin (each on containers of its own), simultaneous at a fixed rate (cpu, p90) and in
+    fine turns in a closed loop (rps), where a loaded-together pair would split the cores
+    between them (pytest_netperf/measure/design.py)."""
     if design != AUTO:
         return design
-    return ALTERNATE if group == "rps" else SIMULTANEOUS
+    return TURNS if group == "rps" else SIMULTANEOUS
 
 
 @dataclass
@@ -449,7 +450,7 @@ def main() -> None:
         "--design",
         default=AUTO,
         help="designs compared: auto (the plugin's choice for a base twin: simultaneous at a fixed rate, "
-        "alternate in a closed loop), alternate, simultaneous",
+        "fine turns in a closed loop), alternate, simultaneous, turns",
     )
     parser.add_argument("--rate", type=float, default=2000.0, help="fixed rate of the cpu and p90 gates")
     parser.add_argument(

@@ -20,9 +20,11 @@ cores. Rates are per second of a side's own slots. A closed loop whose queue at 
 the gate then measures in alternating rounds and says why.
 
 ``auto`` measures simultaneously one target at two revisions at a fixed rate (head and its
-base twin under ``--netperf-base``, each on containers of its own) and alternates otherwise: different
-systems compared with each other (two paths through one stack, a host path against a
-container path) would each carry or feel the other's load, which changes what each measures.
+base twin under ``--netperf-base``, each on containers of its own), two closed loops of the
+Rust driver over HTTP/1.1 or raw TCP in fine turns (alternating rounds from the first whose
+queue outlasts a turn), and alternates otherwise: different systems loaded at once (two paths
+through one stack, a host path against a container path) would each carry or feel the other's
+load, which changes what each measures.
 Rates of false FAILs and detections of both designs on the same work:
 ``benchmarks/gate_power.py --design``.
 """
@@ -39,14 +41,16 @@ ALTERNATE = "alternate"
 SIMULTANEOUS = "simultaneous"
 TURNS = "turns"
 #: Simultaneous for one system at two revisions (a target and its base twin, each on
-#: containers of its own) at a fixed rate, alternate otherwise (fine turns are asked for by
-#: name until they are measured on stacks whose closed loops queue longer than a slot): different systems compared
-#: with each other (two paths through one stack, the host path against a container path, a
-#: reference beside a base twin) would each measure the other's load too; in a closed loop
-#: each side's throughput would depend on how the scheduler splits the shared cores between
-#: them (a CPU-hungry head starves its twin: Envoy with one request per upstream connection
-#: gave 0.24x [0.09x, 0.61x] loaded together, 0.13x FAIL alternating); plain URLs and the
-#: Locust driver cannot be measured side by side.
+#: containers of its own) at a fixed rate; fine turns for two closed loops that can take
+#: them (:func:`turn_problem`), which go on in alternating rounds from the first round whose
+#: queue outlasts a turn; alternate otherwise. Different systems loaded at once (two paths
+#: through one stack, the host path against a container path, a reference beside a base
+#: twin) would each measure the other's load too; two closed loops loaded at once would split
+#: the shared cores as the scheduler pleases (a CPU-hungry head starves its twin: Envoy with
+#: one request per upstream connection gave 0.24x [0.09x, 0.61x] loaded together, 0.13x FAIL
+#: alternating), while in turns each side has the cores in its own slots; plain URLs and the
+#: Locust driver cannot be measured side by side. Whole rounds in turns spread 11-18% a pair
+#: beside a busy neighbour where fine turns spread 2-5% (docs/budgets.md).
 AUTO = "auto"
 #: Every design name, the default first.
 DESIGNS: tuple[str, ...] = (defaults.DESIGN,) + tuple(
@@ -124,14 +128,16 @@ def turn_problem(sides: Sequence[SideLike], shape: ShapeLike) -> Optional[str]:
 
 
 def fine_turns(setting: str, sides: Sequence[SideLike], reads_costs: bool, shape: ShapeLike) -> tuple[bool, str]:
-    """Whether the sides share each round in fine turns under the design ``setting`` (only
-    ``turns`` asks for them), and (asked for but impossible) why they are measured in
-    alternating rounds instead ("" else)."""
-    if setting != TURNS:
+    """Whether the sides share each round in fine turns under the design ``setting``
+    (``turns`` asks for them; ``auto`` takes them where they are possible), and (asked for by
+    name but impossible) why they are measured in alternating rounds instead ("" else)."""
+    if setting not in (TURNS, AUTO):
         return False, ""
     problem = turn_problem(sides, shape) or design_problem(sides, reads_costs)
     if problem is None:
         return True, ""
+    if setting == AUTO:
+        return False, ""
     return False, f"measured in alternating rounds, not in fine turns: {problem}"
 
 

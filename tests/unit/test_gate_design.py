@@ -283,8 +283,9 @@ def test_measure_at_a_fixed_rate_loads_head_and_base_together_closed_loop_and_co
     assert row.design == SIMULTANEOUS and row.facts["candidate"][DESIGN_FACT].startswith("simultaneous")
     assert row.facts["base"][DESIGN_FACT] == row.facts["candidate"][DESIGN_FACT]
 
-    driver = ClockedDriver()  # closed loop: the throughput of each would depend on the scheduler's split
-    assert gate(driver, AUTO, ("rps >= 0.9x base",)).measure(edge).design == ALTERNATE
+    driver = TurnTakingDriver()  # closed loop: fine turns, each side has the cores in its own slots
+    m = gate(driver, AUTO, ("rps >= 0.9x base",)).measure(edge)
+    assert m.design == TURNS and {turn for _, turn, _ in driver.turns} == {"10ms"}
 
     driver = ClockedDriver()  # three sides: whole rounds in turns
     g = gate(driver, AUTO, ("rps >= 0.5x reference", "rps >= 0.9x base"))
@@ -442,14 +443,21 @@ def test_a_fixed_rate_keeps_whole_rounds_and_leaves_the_flags_out() -> None:
     assert {turn for _, turn, _ in driver.turns} == {None}
     (outcome,) = g.finish()
     assert any("not in fine turns: a fixed-rate load keeps its timetable" in n for n in outcome.notes), outcome.notes
-    driver = TurnTakingDriver()  # auto keeps whole rounds in turns for closed loops
-    assert gate(driver, AUTO).compare(HEAD, BASE).design == ALTERNATE
+    driver = TurnTakingDriver()  # auto takes fine turns for two closed loops, silently whole rounds else
+    assert gate(driver, AUTO).compare(HEAD, BASE).design == TURNS
+    driver = TurnTakingDriver()
+    g = gate(driver, AUTO)
+    assert g.compare(HEAD, BASE, rate=500).design == ALTERNATE
+    (outcome,) = g.finish()
+    assert not any("fine turns" in n for n in outcome.notes), outcome.notes
 
 
 def test_fine_turns_only_for_two_closed_loops_of_the_rust_driver() -> None:
     pair = [side("candidate", HEAD, SharedProbe()), side("reference", BASE, SharedProbe())]
     closed, fixed, h2 = LoadShape(), LoadShape(rate=1000.0), LoadShape(http="2")
-    assert fine_turns(AUTO, pair, True, closed) == (False, "")  # asked for by name only
+    assert fine_turns(AUTO, pair, True, closed) == (True, "")  # auto takes them where possible
+    assert fine_turns(AUTO, pair, True, fixed) == (False, "")  # ... and says nothing where not
+    assert fine_turns(AUTO, [*pair, side("base", BASE, SharedProbe())], True, closed) == (False, "")
     assert fine_turns(TURNS, pair, True, closed) == (True, "")
     assert fine_turns(ALTERNATE, pair, True, closed) == (False, "")
     assert fine_turns(SIMULTANEOUS, pair, True, closed) == (False, "")
@@ -463,4 +471,5 @@ def test_fine_turns_only_for_two_closed_loops_of_the_rust_driver() -> None:
     probe = SharedProbe()  # two paths through one stack, with a cost budget: each would pay for both
     paths = [side("candidate", HEAD, probe), side("reference", BASE, probe)]
     assert "same containers" in fine_turns(TURNS, paths, True, closed)[1]
+    assert fine_turns(AUTO, paths, True, closed) == (False, "")
     assert fine_turns(TURNS, paths, False, closed) == (True, "")
