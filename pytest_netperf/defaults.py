@@ -37,8 +37,9 @@ SPENDING = "pocock"
 INCONCLUSIVE = "change"
 #: How the sides of a comparison share the runner's time (measure/design.py): auto
 #: (simultaneous for a target and its base twin at a fixed rate, each on containers of its
-#: own; alternate otherwise), alternate (ABBA rounds, one side at a time), simultaneous or
-#: turns (two closed loops share each round in fine turns).
+#: own; fine turns for two closed loops that can take them; alternate otherwise), alternate
+#: (ABBA rounds, one side at a time), simultaneous or turns (two closed loops share each
+#: round in fine turns).
 #: On two echo containers (benchmarks/gate_power.py) simultaneous rounds caught a +10% CPU
 #: and a -5% throughput change in 14 of 15 gates where alternating ones caught 8 of 15, in a
 #: third to a quarter of the time, with no false FAIL in 90 unchanged gates.

@@ -55,7 +55,8 @@ SETTING_HELP: dict[str, str] = {
     "budget and the rounds show a harmful change from no change at the verdict's level, else warn); estimate "
     f"(fail when the point estimate is outside the budget); fail; warn; or pass (default {defaults.INCONCLUSIVE})",
     "design": "how the sides of a comparison share the runner's time: auto (simultaneous for a target and its "
-    "base twin at a fixed rate, each on containers of its own; alternate otherwise), alternate (one side at a "
+    "base twin at a fixed rate, each on containers of its own; two closed loops of the Rust driver in fine turns; "
+    "alternate otherwise), alternate (one side at a "
     "time, ABBA rounds), simultaneous (every side loaded "
     "at once by its own driver process; sides on the same containers with a cost budget, and the Locust driver, "
     f"alternate) or turns (two closed loops share each round in {defaults.TURN_S * 1000:g} ms slots, ABBA) "

@@ -15,6 +15,7 @@ from netperf_rounds import make_round
 
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
+from pytest_netperf.measure.design import ALTERNATE, AUTO, TURNS
 from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.report.failure import FailureContext, failure_text, reference_names
@@ -35,41 +36,48 @@ def Target(  # reads like the endpoint it builds
 
 
 class SyntheticDriver:
-    """Answers each URL with its own throughput; records the order of the rounds."""
+    """Answers each URL with its own throughput; records the order of the rounds. Each URL
+    has its own jitter, so sides run at once (fine turns) get the same values as in turns."""
 
     name = "rust"
 
     def __init__(self, rps: dict[str, float], order: list[str]) -> None:
         self.rps, self.order = rps, order
-        self.jitter = itertools.cycle((0.99, 1.0, 1.01, 1.0))
+        steps = (0.99, 1.0, 1.01, 1.0)
+        self.jitter = {url: itertools.cycle(steps[i % 4 :] + steps[: i % 4]) for i, url in enumerate(rps)}
 
     cpus = None  # not pinned
 
     def run(self, url: str, shape: LoadShape) -> RoundResult:
         self.order.append(url)
-        return make_round(rps=self.rps[url] * next(self.jitter), url=url)
+        return make_round(rps=self.rps[url] * next(self.jitter[url]), url=url)
 
 
-def gate(budgets: list[str], rps: dict[str, float], order: list[str], lookup: Any = None) -> Gate:
+def gate(budgets: list[str], rps: dict[str, float], order: list[str], lookup: Any = None, design: str = AUTO) -> Gate:
     driver = SyntheticDriver(rps, order)
     return Gate(
         "t.py::test",
         [parse_budget(text) for text in budgets],
-        GateSettings(rounds_min=4, rounds_max=8, round_duration_s=0.1, warmup_s=0.0),
+        GateSettings(rounds_min=4, rounds_max=8, round_duration_s=0.1, warmup_s=0.0, design=design),
         driver_factory=lambda name, runner: driver,
         baseline_lookup=lookup,
     )
 
 
-def test_a_head_as_fast_as_its_base_passes_on_interleaved_pairs() -> None:
+@pytest.mark.parametrize("design", [AUTO, ALTERNATE])
+def test_a_head_as_fast_as_its_base_passes_on_interleaved_pairs(design: str) -> None:
     order: list[str] = []
-    g = gate(["rps >= 0.9x base"], {HEAD: 10_000.0, BASE: 10_000.0}, order)
-    g.measure(Target(HEAD, base=Target(BASE)), connections=8)
+    g = gate(["rps >= 0.9x base"], {HEAD: 10_000.0, BASE: 10_000.0}, order, design=design)
+    m = g.measure(Target(HEAD, base=Target(BASE)), connections=8)
     (outcome,) = g.finish()
     assert (outcome.status, outcome.reference_label) == (Status.PASS, "base")
     assert "paired" in outcome.verdict.method
     assert order.count(HEAD) == order.count(BASE) >= 4
-    assert {tuple(order[i : i + 2]) for i in range(0, len(order), 2)} == {(HEAD, BASE), (BASE, HEAD)}
+    if design == AUTO:  # a closed loop of the Rust driver: both sides of a round at once, in fine turns
+        assert m.design == TURNS
+    else:  # whole rounds, ABBA
+        assert m.design == ALTERNATE
+        assert {tuple(order[i : i + 2]) for i in range(0, len(order), 2)} == {(HEAD, BASE), (BASE, HEAD)}
 
 
 def test_a_head_at_half_its_base_fails_with_the_ratio() -> None:
