@@ -37,7 +37,8 @@ def Target(  # reads like the endpoint it builds
 
 class SyntheticDriver:
     """Answers each URL with its own throughput; records the order of the rounds. Each URL
-    has its own jitter, so sides run at once (fine turns) get the same values as in turns."""
+    has its own jitter, so two sides run at once (fine turns) draw the same values whichever
+    of them starts first."""
 
     name = "rust"
 
