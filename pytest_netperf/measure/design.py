@@ -26,14 +26,16 @@ queue outlasts a turn), and alternates otherwise: different systems loaded at on
 through one stack, a host path against a container path) would each carry or feel the other's
 load, which changes what each measures.
 Rates of false FAILs and detections of both designs on the same work:
-``benchmarks/gate_power.py --design``.
+``benchmarks/gate_power.py --design``. :func:`choose_design` is the one place a design is
+chosen; the queue check that ends fine turns runs with the rounds (``measure/rounds.py``).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Optional, Protocol, TypeVar, cast
+from dataclasses import dataclass
+from typing import Generic, Optional, Protocol, TypeVar, cast
 
 from pytest_netperf import defaults
 
@@ -186,6 +188,31 @@ def round_groups(
         return [list(sides)], ""
     note = f"measured in alternating rounds, not simultaneously: {problem}" if setting == SIMULTANEOUS else ""
     return apart, note
+
+
+@dataclass(frozen=True)
+class DesignChoice(Generic[S]):
+    """How a measurement's sides share the runner: the groups loaded together in each round,
+    the fine turns' slot (s) when the one group takes turns (None else), and why the design
+    asked for by name could not be used ("" when it could)."""
+
+    groups: list[list[S]]
+    turn_s: Optional[float]
+    note: str
+
+
+def choose_design(
+    setting: str, sides: Sequence[S], reads_costs: bool, shape: ShapeLike, base_twin: bool
+) -> DesignChoice[S]:
+    """The one place a design is chosen: ``setting`` (a :data:`DESIGNS` name) as far as the
+    sides and the load allow. ``base_twin``: the sides are one target and its base twin (no
+    reference), which ``auto`` loads together at a fixed rate (:data:`AUTO`)."""
+    turns, why_not = fine_turns(setting, sides, reads_costs, shape)
+    if turns:
+        return DesignChoice([list(sides)], defaults.TURN_S, "")
+    together = base_twin and shape.rate is not None
+    groups, note = round_groups(setting, sides, reads_costs, together)
+    return DesignChoice(groups, None, why_not or note)
 
 
 def run_side_by_side(tasks: Sequence[Callable[[], T]]) -> list[T]:

@@ -24,7 +24,7 @@ from pytest_netperf.errors import NetperfError
 from pytest_netperf.measure.capacity import resolve_capacity_share
 from pytest_netperf.measure.counting_pass import CountingPlan
 from pytest_netperf.measure.counting_step import CountingStep
-from pytest_netperf.measure.design import fine_turns, round_groups
+from pytest_netperf.measure.design import choose_design
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import SHAPE_ALIASES, CapacityShare, LoadOptionError, check_load_option
@@ -324,15 +324,9 @@ class Gate:
 
     def _choose_design(self, m: Measurement) -> None:
         """Which series are loaded together in each round: the settings' design, as far as the series allow."""
-        # auto: a target and its base twin at a fixed rate (measure/design.py AUTO)
-        auto_together = m.reference is None and m.base is not None and m.candidate.shape.rate is not None
-        reads_costs = bool(self._system_budgets)
-        turns, why_not = fine_turns(self.settings.design, m.series(), reads_costs, m.candidate.shape)
-        if turns:
-            m.groups, m.turn_s = [list(m.series())], defaults.TURN_S
-            return
-        m.groups, m.design_note = round_groups(self.settings.design, m.series(), reads_costs, auto_together)
-        m.design_note = why_not or m.design_note
+        twin = m.reference is None and m.base is not None
+        choice = choose_design(self.settings.design, m.series(), bool(self._system_budgets), m.candidate.shape, twin)
+        m.groups, m.turn_s, m.design_note = choice.groups, choice.turn_s, choice.note
 
     def _check_call(self, hops: Optional[int], rounds: Optional[int]) -> None:
         """Per-hop budgets need a hop count; ``rounds`` needs two rounds for an interval."""

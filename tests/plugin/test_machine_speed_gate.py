@@ -3,8 +3,8 @@
 Records a baseline, then edits its stored calibration to a machine four times as fast
 and judges a run that is 30x slower at p50 (a 3 ms delay on an echo of ~100 us): without
 the speed check that is a FAIL; with it both wall-clock baseline budgets are NEW, with the
-reason. ``--netperf-fingerprint-mismatch=warn`` judges them (and fails). Short runs: 3
-rounds of 0.5 s.
+reason. ``--netperf-fingerprint-mismatch=warn`` judges them (a FAIL, or INCONCLUSIVE when a
+slow stored round widens the unpaired 3-against-3 interval). Short runs: 3 rounds of 0.5 s.
 
 Four times, not two: each run calibrates afresh, and one VM's calibration has moved 1.6x
 within minutes (``runtime/machine_speed.py``). With a stored figure of half the first run's,
@@ -81,9 +81,13 @@ def test_a_baseline_of_a_machine_four_times_as_fast_makes_wall_clock_budgets_new
 
     warned = _run(pytester, "--netperf-fingerprint-mismatch=warn")
     verdicts = _verdicts(pytester)
-    assert verdicts["p90 <= 10x baseline"][0] in ("FAIL", "INCONCLUSIVE"), verdicts
-    assert any("wall-clock budgets judged anyway" in note for note in verdicts["p90 <= 10x baseline"][1])
-    assert warned.ret == pytest.ExitCode.TESTS_FAILED
+    verdict, notes = verdicts["p90 <= 10x baseline"]
+    assert verdict in ("FAIL", "INCONCLUSIVE"), verdicts
+    assert any("wall-clock budgets judged anyway" in note for note in notes)
+    # 3 rounds against 3 stored ones, unpaired: one slow stored round can widen the interval
+    # past 30x (a CI run: INCONCLUSIVE), which the default policy lets pass with a warning
+    expected = pytest.ExitCode.TESTS_FAILED if verdict == "FAIL" else pytest.ExitCode.OK
+    assert warned.ret == expected, (verdict, warned.stdout.str())
 
     refused = _run(pytester, "--netperf-fingerprint-mismatch=fail")
     assert refused.ret != 0

@@ -27,6 +27,7 @@ from pytest_netperf.measure.design import (
     DESIGNS,
     SIMULTANEOUS,
     TURNS,
+    choose_design,
     design_problem,
     fine_turns,
     queue_outlasts_turn,
@@ -473,3 +474,24 @@ def test_fine_turns_only_for_two_closed_loops_of_the_rust_driver() -> None:
     assert "same containers" in fine_turns(TURNS, paths, True, closed)[1]
     assert fine_turns(AUTO, paths, True, closed) == (False, "")
     assert fine_turns(TURNS, paths, False, closed) == (True, "")
+
+
+def test_choose_design_is_autos_whole_decision() -> None:
+    """auto, in one call: fine turns for two closed loops; a base twin at a fixed rate together;
+    alternating otherwise, silently; a design asked for by name that cannot be had says why."""
+    head, twin = side("candidate", HEAD, SharedProbe()), side("base", BASE, SharedProbe())
+    closed, fixed = LoadShape(), LoadShape(rate=1000.0)
+    turns = choose_design(AUTO, [head, twin], True, closed, base_twin=True)
+    assert labels(turns.groups) == [["candidate", "base"]] and turns.turn_s is not None and turns.note == ""
+    together = choose_design(AUTO, [head, twin], True, fixed, base_twin=True)
+    assert labels(together.groups) == [["candidate", "base"]] and together.turn_s is None and together.note == ""
+    other = side("reference", BASE, SharedProbe())  # another system at a fixed rate: apart
+    apart = choose_design(AUTO, [head, other], True, fixed, base_twin=False)
+    assert labels(apart.groups) == [["candidate"], ["reference"]] and apart.turn_s is None and apart.note == ""
+    asked = choose_design(TURNS, [head, other], True, fixed, base_twin=False)
+    assert labels(asked.groups) == [["candidate"], ["reference"]] and asked.turn_s is None
+    assert "not in fine turns: a fixed-rate load keeps its timetable" in asked.note
+    probe = SharedProbe()
+    paths = [side("candidate", HEAD, probe), side("reference", BASE, probe)]
+    refused = choose_design(SIMULTANEOUS, paths, True, fixed, base_twin=False)
+    assert labels(refused.groups) == [["candidate"], ["reference"]] and "same containers" in refused.note
