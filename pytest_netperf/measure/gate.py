@@ -97,11 +97,14 @@ class Gate:
         missing_baseline_note: str = MISSING_BASELINE_NOTE,
         stacks: bool = False,
         baseline_slower: Optional[SlowerMachine] = None,
+        budget_slower: Optional[SlowerMachine] = None,
     ) -> None:
         """``stacks``: the counting pass also profiles the instructions' call stacks (one
         callgrind pair per side) for the HTML report's flame graph; ``baseline_slower``: how
         much slower this machine measured than the stored baseline's (its wall-clock misses
-        are judged again with that speed given back, measure/speed_excuse.py)."""
+        are judged again with that speed given back, measure/speed_excuse.py);
+        ``budget_slower``: than the machine the absolute budgets were set on (the same for
+        their misses)."""
         self.test_id = test_id
         self.budgets = list(budgets)
         self.settings = settings
@@ -130,6 +133,7 @@ class Gate:
             notes=self.notes,
             started=time.monotonic(),
             slower=baseline_slower,
+            budget_slower=budget_slower,
         )
         self._counting = CountingStep(test_id, self.budgets, self.counting_plan, self._progress, baseline_lookup)
 

@@ -22,7 +22,13 @@ from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import round_seed
 from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
 from pytest_netperf.measure.runner_watch import run_with_runner_state
-from pytest_netperf.measure.speed_excuse import SlowerMachine, explains_speed, speed_given_back
+from pytest_netperf.measure.speed_excuse import (
+    SlowerMachine,
+    budget_speed_given_back,
+    explains_budget_speed,
+    explains_speed,
+    speed_given_back,
+)
 from pytest_netperf.measure.system_costs import run_with_costs
 from pytest_netperf.measure.validity import (
     MIN_KEPT_ROUNDS,
@@ -90,11 +96,13 @@ class TimedRounds:
         notes: list[str],
         started: float,
         slower: Optional[SlowerMachine] = None,
+        budget_slower: Optional[SlowerMachine] = None,
     ) -> None:
         """``budgets``: the timed budgets (judged on rounds); ``read_costs``: read what the
         system under test spends around each round; ``notes``: the test's notes, to which a
         round measured again adds why; ``slower``: how much slower this machine measured than
-        the stored baseline's (None: not slower, or no baseline)."""
+        the stored baseline's (None: not slower, or no baseline); ``budget_slower``: than the
+        machine the absolute budgets were set on (None: not slower, or not said)."""
         self.test_id = test_id
         self.settings = settings
         self.budgets = list(budgets)
@@ -104,6 +112,7 @@ class TimedRounds:
         self._notes = notes
         self._started = started
         self._slower = slower
+        self._budget_slower = budget_slower
 
     def run(self, m: Measurement, rounds: Optional[int] = None) -> None:
         """The sequential procedure over interleaved rounds of ``m``; leaves the verdicts in ``m.verdicts``."""
@@ -227,6 +236,13 @@ class TimedRounds:
             # as a machine of the baseline's speed would have measured it, at most (measure/speed_excuse.py)
             candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
             adjusted = speed_given_back(b.metric, candidate, slower)
+            unexplained = "the speed difference does not explain the miss"
+            verdict = self._rejudged(m, b, verdict, adjusted, against, look, slower.text(), unexplained, busy=False)
+        slower = self._budget_slower if explains_budget_speed(b) else None
+        if slower is not None and verdict.status is not Status.PASS and verdict.n_rounds:
+            # as a machine as fast as the one the budget was set on would have measured it, at most
+            candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
+            adjusted, against = budget_speed_given_back(b, candidate, against, slower)
             unexplained = "the speed difference does not explain the miss"
             verdict = self._rejudged(m, b, verdict, adjusted, against, look, slower.text(), unexplained, busy=False)
         return verdict

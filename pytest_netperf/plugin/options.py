@@ -90,6 +90,7 @@ OPTIONS = (
     ),
     Option("fingerprint-mismatch", "fingerprint_mismatch", "netperf_fingerprint_mismatch"),
     Option("machine-class", "machine_class", "netperf_machine_class"),
+    Option("budget-calibration", "budget_calibration_ms", "netperf_budget_calibration"),
     Option("base", "base", "netperf_base"),
     Option("base-skip-unchanged", "base_skip_unchanged", "netperf_base_skip_unchanged", flag=True),
     Option("json", "json_path", "netperf_json"),

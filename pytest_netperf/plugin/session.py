@@ -34,6 +34,7 @@ from pytest_netperf.errors import (
 )
 from pytest_netperf.measure.gate import DriverFactory, Gate
 from pytest_netperf.measure.outcomes import BudgetOutcome, accepted
+from pytest_netperf.measure.speed_excuse import SlowerMachine, explains_budget_speed, slower_than_budgets
 from pytest_netperf.plugin.markers import MARKER, MarkerOptions, marker_budgets, marker_options
 from pytest_netperf.plugin.notices import NetperfAcceptedWarning, NetperfInconclusiveWarning, record_warning
 from pytest_netperf.plugin.options import option_acceptance, trailer_acceptances
@@ -175,10 +176,21 @@ class NetperfPlugin:
             missing_baseline_note=choice.missing_note,
             stacks=self.report.html_path is not None,  # the flame graphs of the HTML report
             baseline_slower=choice.slower,
+            budget_slower=self.budget_slower(budgets),
         )
         for warning in gate.noise_warnings():  # say it before minutes are spent on it
             record_warning(self.config, f"{item.nodeid}: {warning}", item)
         return gate
+
+    def budget_slower(self, budgets: Sequence[Budget]) -> Optional[SlowerMachine]:
+        """How much slower this machine measured than the one the absolute wall-clock budgets
+        were set on (``--netperf-budget-calibration``); None when that is not said, when no
+        budget depends on it, or when this machine is not slower."""
+        budget_ms = self.settings.budget_calibration_ms
+        if not budget_ms or not any(explains_budget_speed(b) for b in budgets):
+            return None
+        here = self.baselines.speed()  # measured once per process
+        return None if here is None else slower_than_budgets(budget_ms, here.ms)
 
     def noise_floor(self) -> Optional[NoiseFloor]:
         """The stored A/A noise floor (None before the first ``--netperf-calibrate`` run)."""
