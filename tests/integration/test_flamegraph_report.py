@@ -25,7 +25,9 @@ from pytester_helpers import json_report, netperf_args
 from report_pages import chromium
 from report_pages import screenshot as chromium_screenshot
 
-pytestmark = pytest.mark.docker
+#: concurrent: counted verdicts (and same-run ones) on Compose stacks of its own session, no fixed host
+#: port: scripts/test runs it on two workers beside the other such tests
+pytestmark = [pytest.mark.docker, pytest.mark.concurrent]
 
 ROOT = Path(__file__).resolve().parents[2]
 CORPUS = ROOT / "tests" / "corpus"
@@ -64,6 +66,10 @@ RUN = netperf_args(
     "--netperf-base=main",
     "--netperf-json=results.json",
     "--netperf-html=report.html",
+    # counting passes of 500 and 100 requests, twice (the example job's): PCRE per request is
+    # a change of tens of percent
+    "--netperf-counting-requests=500",
+    "--netperf-counting-repetitions=2",
 )
 
 

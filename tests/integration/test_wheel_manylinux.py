@@ -38,6 +38,9 @@ PLAT = "manylinux_2_17_x86_64"
 WHEEL_TAG = "manylinux_2_17_x86_64.manylinux2014_x86_64"
 GUARD = REPO_ROOT / "scripts" / "wheel_glibc_guard.py"
 DRIVER_IN_WHEEL = f"pytest_netperf-{__version__}.data/scripts/netperf-driver"
+#: concurrent: builds and runs programs, measures nothing: scripts/test runs it on two workers
+#: beside the counted gates
+pytestmark = pytest.mark.concurrent
 BULLSEYE_MIRROR = "http://deb.debian.org/debian"
 #: bullseye's python3 and pip: pip judges the wheel's tags on glibc 2.31 (python3 is too old
 #: for the package, so only the installed driver runs).
