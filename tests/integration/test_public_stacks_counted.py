@@ -71,10 +71,11 @@ REGEX_LOCATIONS = """    location ~* \\.(png|jpg|gif|css|js)$ {
     }
 
     location / {"""
-#: Counting passes of 500 and 100 requests, twice (the example job's settings; the defaults are
-#: 1000 and 200, three times): a fifth of the test's time on a slow VM went to them, and the
-#: harmful changes are 1.5x and more.
-COUNTING = ("--netperf-counting-requests=500", "--netperf-counting-repetitions=2")
+#: Counting passes repeated twice (the default: three times); the request counts stay the
+#: defaults, 1000 and 200: at 500 beside another counted test, HAProxy's periodic work (its DNS
+#: resolver, health checks) moved the unchanged balancer's instructions 2.0-2.4% between
+#: repetitions and 4.4% between the sides.
+COUNTING = ("--netperf-counting-repetitions=2",)
 RUN = netperf_args(3, 6, "1", "0.5", "-m", "netperf", "--netperf-base=main", "--netperf-json=results.json", *COUNTING)
 GREEN = ("PASS", "INCONCLUSIVE")
 
@@ -105,11 +106,13 @@ def assert_green(result: pytest.RunResult, by_budget: dict[str, dict], counted: 
         assert row["verdict"] in GREEN and row["reference"] == "base", row
         assert "counted: 2 repetitions each side" in " ".join(row["notes"]), row["notes"]
         notes = " ".join(row["notes"])
-        if row["verdict"] == "PASS" or "depend on timing" not in notes:
+        if "depend on timing" not in notes:
             assert 0.97 < row["raw"]["estimate"] < 1.03, row
         else:
-            # A count that moved between repetitions (reads split by timing) is undecided,
-            # its ratio no further from 1 than that spread allows.
+            # A count that moved between repetitions (periodic work, reads split by timing) is
+            # judged on an interval widened by that spread: PASS or undecided, its ratio no
+            # further from 1 than the spread allows (0.956x, a PASS, with repetitions 2.0-2.4%
+            # apart, beside another counted test)
             assert 0.9 < row["raw"]["estimate"] < 1.1, row
     assert by_budget["errors == 0"]["verdict"] == "PASS"
 
