@@ -231,18 +231,20 @@ class TimedRounds:
             verdict = self._judge_quiet_rounds(m, b, skip, busy, look, even_pairs)
         if verdict.status is not Status.PASS and verdict.n_rounds and explains_rates(b, other is not None):
             verdict = self._judge_given_back(m, b, skip, verdict, look)
-        slower = self._slower if explains_speed(b, other is not None) else None
-        if slower is not None and verdict.status is not Status.PASS and verdict.n_rounds:
-            # as a machine of the baseline's speed would have measured it, at most (measure/speed_excuse.py)
+        # as a machine of the baseline's speed, then of the budgets' machine's, would have
+        # measured it, at most (measure/speed_excuse.py)
+        excuses = (
+            (self._slower if explains_speed(b, other is not None) else None, False),
+            (self._budget_slower if explains_budget_speed(b) else None, True),
+        )
+        for slower, budgets_machine in excuses:
+            if slower is None or verdict.status is Status.PASS or not verdict.n_rounds:
+                continue
             candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
-            adjusted = speed_given_back(b.metric, candidate, slower)
-            unexplained = "the speed difference does not explain the miss"
-            verdict = self._rejudged(m, b, verdict, adjusted, against, look, slower.text(), unexplained, busy=False)
-        slower = self._budget_slower if explains_budget_speed(b) else None
-        if slower is not None and verdict.status is not Status.PASS and verdict.n_rounds:
-            # as a machine as fast as the one the budget was set on would have measured it, at most
-            candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
-            adjusted, against = budget_speed_given_back(b, candidate, against, slower)
+            if budgets_machine:
+                adjusted, against = budget_speed_given_back(b, candidate, against, slower)
+            else:
+                adjusted = speed_given_back(b.metric, candidate, slower)
             unexplained = "the speed difference does not explain the miss"
             verdict = self._rejudged(m, b, verdict, adjusted, against, look, slower.text(), unexplained, busy=False)
         return verdict
