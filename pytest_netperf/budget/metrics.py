@@ -357,15 +357,22 @@ def tool_of(name: str) -> str:
     return COUNTED_BY[parts[0]]
 
 
+def scoped_costs(name: str, costs: Mapping[str, CountedCost]) -> dict[str, CountedCost]:
+    """node -> marginal cost of the nodes counted metric ``name`` is scoped to
+    (MetricUnavailable when none of ``costs`` matches)."""
+    metric = get(name)
+    scoped = {node: cost for node, cost in costs.items() if any(fnmatchcase(node, p) for p in metric.scope)}
+    if not scoped:
+        raise MetricUnavailable(f"{name}: no counted node matches; counted: {', '.join(costs) or 'none'}")
+    return scoped
+
+
 def counted_values(name: str, costs: Mapping[str, CountedCost]) -> list[float]:
     """Per-repetition values of counted metric ``name`` from node -> marginal cost of its
     tool: the scoped nodes' costs summed repetition by repetition."""
-    metric = get(name)
-    nodes = [node for node in costs if any(fnmatchcase(node, pattern) for pattern in metric.scope)]
-    if not nodes:
-        raise MetricUnavailable(f"{name}: no counted node matches; counted: {', '.join(costs) or 'none'}")
-    repetitions = min(len(costs[node].per_request) for node in nodes)
-    return [sum(costs[node].per_request[i] for node in nodes) for i in range(repetitions)]
+    scoped = list(scoped_costs(name, costs).values())
+    repetitions = min(len(cost.per_request) for cost in scoped)
+    return [sum(cost.per_request[i] for cost in scoped) for i in range(repetitions)]
 
 
 def metric_value(round_result: RoundResult, name: str) -> float:

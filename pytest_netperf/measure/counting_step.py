@@ -15,7 +15,7 @@ from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.measure.counting_pass import CountingPlan, count_tools, counting_problem
 from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
-from pytest_netperf.results.counted import counting_tool
+from pytest_netperf.results.counted import counting_tool, parts_changed
 from pytest_netperf.runtime.resources import usable_cores
 from pytest_netperf.verdict.counted import evaluate_repetitions
 
@@ -65,7 +65,9 @@ class CountingStep:
             if b.comparison == "baseline" and against is None:
                 continue  # NEW: decided with the outcomes
             floor = counting_tool(metrics.tool_of(b.metric)).named_floor
-            m.verdicts[b.text] = evaluate_repetitions(b, candidate, against if b.form == "ratio" else None, floor=floor)
+            m.verdicts[b.text] = evaluate_repetitions(
+                b, candidate, against if b.form == "ratio" else None, floor=floor, parts=_parts_changed(m, b, floor)
+            )
 
     def _count(self, m: Measurement, series: Series, tools: list[str]) -> None:
         series.counting_error = counting_problem(series.url, series.counter, series.driver)
@@ -85,3 +87,18 @@ class CountingStep:
         series.counting_errors.update(errors)
         for cost in counted.values():
             series.counted.setdefault(cost.tool, {})[cost.node] = cost
+
+
+def _parts_changed(m: Measurement, budget: Budget, floor: float) -> Optional[list[tuple[str, float]]]:
+    """The parts of ``budget``'s counted cost that changed by ``floor`` or more against the
+    series of this run it is compared with (None: compared with no such series)."""
+    other = m.judged_series(budget)
+    if budget.form != "ratio" or other is None:
+        return None
+    tool = metrics.tool_of(budget.metric)
+    try:
+        candidate = metrics.scoped_costs(budget.metric, m.candidate.counted.get(tool, {}))
+        reference = metrics.scoped_costs(budget.metric, other.counted.get(tool, {}))
+    except metrics.MetricUnavailable:
+        return None
+    return parts_changed(candidate, reference, floor)

@@ -217,6 +217,31 @@ def varying_parts(per_name: Mapping[str, Sequence[float]], floor: float) -> dict
     return {name: (float(low), float(high)) for name, (low, high) in moved[:VARYING_LIMIT]}
 
 
+def parts_changed(
+    candidate: Mapping[str, CountedCost], reference: Mapping[str, CountedCost], floor: float
+) -> Optional[list[tuple[str, float]]]:
+    """The parts (``node: part``) whose per-request count changed from ``reference`` to
+    ``candidate`` by ``floor`` or more, and by more than the part moved between either side's
+    own repetitions, largest first; None when the sides did not count the same nodes (nothing
+    can be said of their parts)."""
+    if not candidate or set(candidate) != set(reference):
+        return None
+    changed: list[tuple[str, float]] = []
+    for node, cost in sorted(candidate.items()):
+        before = reference[node]
+        floors: dict[str, float] = {}
+        for side in (cost, before):
+            for name, (low, high) in side.varying.items():
+                floors[name] = max(floors.get(name, floor), high - low)
+        changed.extend(
+            (f"{node}: {name}", delta)
+            for name, delta in changed_most(
+                cost.by_name, before.by_name, limit=VARYING_LIMIT, floor=floor, floors=floors
+            )
+        )
+    return sorted(changed, key=lambda item: (-abs(item[1]), item[0]))
+
+
 def implausible(cost: CountedCost) -> str:
     """Why ``cost`` cannot be a count of the requests' work (a repetition under the tool's
     plausibility floor, zero or negative), or "" when it can."""
