@@ -64,7 +64,7 @@ from pytest_netperf.budget.grammar import Budget, parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.drivers.rust import RustDriver
 from pytest_netperf.measure.counting_pass import CountingPassError, CountingPlan, run_counting_pass
-from pytest_netperf.results.counted import CountedCost
+from pytest_netperf.results.counted import CountedCost, counting_tool, parts_changed
 from pytest_netperf.runtime.cleanup import clean_session
 from pytest_netperf.runtime.docker import DockerRuntime
 from pytest_netperf.runtime.running import RunningTopology
@@ -233,7 +233,9 @@ def run_gate(
     except CountingPassError as exc:  # the budgets a failed pass serves are INVALID, as in the gate
         seconds = time.monotonic() - started
         return Outcome(Status.INVALID, False, float("nan"), float("nan"), seconds), f"INVALID: {exc} {seconds:.1f}s"
-    verdict = evaluate_repetitions(budget, list(head.per_request), list(base.per_request))
+    floor = counting_tool(case.tool).named_floor  # judged as the gate's cost step judges it
+    parts = parts_changed({"edge": head}, {"edge": base}, floor)
+    verdict = evaluate_repetitions(budget, list(head.per_request), list(base.per_request), floor=floor, parts=parts)
     seconds = time.monotonic() - started
     spread = max(base.spread, head.spread)
     status, undecided = verdict.status, verdict.status is Status.INCONCLUSIVE
