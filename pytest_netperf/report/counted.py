@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Optional
 
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
-from pytest_netperf.results.counted import SYSCALLS, CountedCost, changed_most, counting_tool
+from pytest_netperf.results.counted import SYSCALLS, CountedCost, changed_most, counting_tool, part_floors
 from pytest_netperf.results.runner import MEASURED_AGAIN
 from pytest_netperf.runtime.trace_output import UNRESOLVED
 
@@ -77,11 +77,7 @@ def named_floors(cost: CountedCost, before: CountedCost) -> tuple[float, dict[st
     ``connect`` +1.00 beside a ``readv`` that moved by 1.18)."""
     tool = counting_tool(cost.tool)
     floor = max(tool.named_floor, NAMED_SHARE * before.median)
-    floors: dict[str, float] = {}
-    for side in (cost, before):
-        for name, (low, high) in side.varying.items():
-            floors[name] = max(floors.get(name, floor), high - low)
-    return floor, floors
+    return floor, part_floors(cost, before, floor)
 
 
 def timing_note(cost: CountedCost, label: str) -> str:

@@ -229,10 +229,7 @@ def parts_changed(
     changed: list[tuple[str, float]] = []
     for node, cost in sorted(candidate.items()):
         before = reference[node]
-        floors: dict[str, float] = {}
-        for side in (cost, before):
-            for name, (low, high) in side.varying.items():
-                floors[name] = max(floors.get(name, floor), high - low)
+        floors = part_floors(cost, before, floor)
         changed.extend(
             (f"{node}: {name}", delta)
             for name, delta in changed_most(
@@ -240,6 +237,17 @@ def parts_changed(
             )
         )
     return sorted(changed, key=lambda item: (-abs(item[1]), item[0]))
+
+
+def part_floors(cost: CountedCost, before: CountedCost, floor: float) -> dict[str, float]:
+    """For each part that moved between the repetitions of either side, the smallest change of
+    it between the sides that is one: ``floor`` or what it moved by, whichever is larger (a
+    change inside a part's own spread is not a change)."""
+    floors: dict[str, float] = {}
+    for side in (cost, before):
+        for name, (low, high) in side.varying.items():
+            floors[name] = max(floors.get(name, floor), high - low)
+    return floors
 
 
 def implausible(cost: CountedCost) -> str:
