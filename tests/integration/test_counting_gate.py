@@ -106,7 +106,12 @@ def test_comment_passes_regex_locations_and_dropped_keepalive_fail_naming_the_co
     found = rows(pytester)
     assert found[SYSCALLS]["verdict"] == "FAIL", found[SYSCALLS]
     assert found[SYSCALLS]["raw"]["estimate"] > 1.5  # 8 calls per request became 14
-    assert "connect +1.00" in notes(found[SYSCALLS]) and "close +1.00" in notes(found[SYSCALLS])
+    # the note names the three calls that grew most; a connection per request adds a whole
+    # call each of connect, close, epoll_ctl (and epoll_wait in some runs), so which three lead
+    # depends on hundredths: a run named "epoll_ctl +1.00, epoll_wait +1.00, close +1.00"
+    said = notes(found[SYSCALLS])
+    grown = [call for call in ("connect", "close", "epoll_ctl", "socket") if f"{call} +1.00" in said]
+    assert len(grown) >= 2, said
     dropped.stdout.fnmatch_lines(["*FAIL: 'syscalls_per_request[[]edge[]] <= 1.0x base'*"])
 
 
