@@ -205,42 +205,69 @@ def count_tools(
     the other tool's (each run has a clone and a connection of its own): the pass takes as long
     as its slower tool instead of both, and its counts spread as they do alone
     (benchmarks/counting_gate_power.py --both-tools). With ``plan.stacks`` the instructions
-    get their call stacks from one profiling pair of runs after their own (:func:`with_stacks`).
+    get their call stacks from one profiling pair of runs (:func:`with_stacks`): with
+    ``parallel``, beside the tools' counts, which then run one after the other (a pass that
+    profiles takes about as long as the counts alone, not the counts and the profile); else
+    after them.
     """
     plan = plan or CountingPlan()
     tools = list(tools)
+    profile = (
+        _ToolCount(counter, STACKS, run, url, shape, replace(plan, repetitions=1), clock)
+        if plan.stacks and INSTRUCTIONS in tools
+        else None
+    )
 
     def count(tool: str) -> CountedCost | str:
         try:
             cost = marginal(counter.node, _ToolCount(counter, tool, run, url, shape, plan, clock).repetitions(progress))
         except NetperfError as exc:  # too few answers, the clone (CountingError, its image) or the driver
             return str(exc)
-        problem = implausible(cost)
-        if problem:
-            return problem
-        if plan.stacks and tool == INSTRUCTIONS:
-            profile = _ToolCount(counter, STACKS, run, url, shape, replace(plan, repetitions=1), clock)
-            cost = with_stacks(cost, profile, progress)
-        return cost
+        return implausible(cost) or cost
 
-    if parallel and len(tools) > 1:
+    def profiled() -> list[tuple[CountedRun, CountedRun]] | str:
+        assert profile is not None
+        try:
+            return profile.repetitions(progress)
+        except NetperfError as exc:
+            return str(exc)
+
+    profile_runs: Optional[list[tuple[CountedRun, CountedRun]] | str] = None
+    if parallel and profile is not None:
+        # the profile beside the tools' counts, one after the other: system calls under strace
+        # beside two valgrind runs on two cores spread wider between repetitions (median 0.35%
+        # against 0.16% beside one, six passes each); instructions did not
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="netperf-cost") as pool:
+            profiling = pool.submit(profiled)
+            results = {tool: count(tool) for tool in tools}
+            profile_runs = profiling.result()
+    elif parallel and len(tools) > 1:
         with ThreadPoolExecutor(max_workers=len(tools), thread_name_prefix="netperf-cost") as pool:
-            futures = {tool: pool.submit(count, tool) for tool in tools}
-            results = {tool: future.result() for tool, future in futures.items()}
+            counting = {tool: pool.submit(count, tool) for tool in tools}
+            results = {tool: future.result() for tool, future in counting.items()}
     else:
         results = {tool: count(tool) for tool in tools}
+        if profile is not None and isinstance(results.get(INSTRUCTIONS), CountedCost):
+            profile_runs = profiled()
     costs = {tool: r for tool, r in results.items() if isinstance(r, CountedCost)}
     errors = {tool: r for tool, r in results.items() if isinstance(r, str)}
+    if INSTRUCTIONS in costs and profile_runs is not None:
+        costs[INSTRUCTIONS] = with_stacks(costs[INSTRUCTIONS], profile_runs, progress)
     return costs, errors
 
 
 def with_stacks(
-    cost: CountedCost, profile: _ToolCount, progress: Callable[[str], None] = lambda _: None
+    cost: CountedCost,
+    profile: list[tuple[CountedRun, CountedRun]] | str,
+    progress: Callable[[str], None] = lambda _: None,
 ) -> CountedCost:
-    """``cost`` with the call stacks per request of one ``profile`` pair (callgrind); ``cost``
-    as it is when the profiling run fails (the picture is left out, never the verdict)."""
+    """``cost`` with the call stacks per request of one profiling pair (callgrind's runs);
+    ``cost`` as it is when the profiling run failed (``profile`` is then its reason: the picture
+    is left out, never the verdict)."""
     try:
-        stacks = marginal(cost.node, profile.repetitions(progress)).stacks
+        if isinstance(profile, str):
+            raise NetperfError(profile)
+        stacks = marginal(cost.node, profile).stacks
     except NetperfError as exc:
         progress(f"counting pass {cost.node}: no call stacks ({exc})")
         return cost

@@ -3,6 +3,7 @@ place on a counted cost (and in old baselines without them), and the counting pa
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -11,7 +12,7 @@ from netperf_rounds import make_round
 
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import NetperfError
-from pytest_netperf.measure.counting_pass import Clock, CountingPlan, run_counting_pass
+from pytest_netperf.measure.counting_pass import Clock, CountingPlan, count_tools, run_counting_pass
 from pytest_netperf.results.counted import CountedCost, CountedRun, marginal
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.results.stacks import OTHER_STACK, folded, heaviest, marginal_stacks
@@ -132,3 +133,60 @@ def test_a_failed_profiling_run_leaves_the_count_without_stacks() -> None:
     )
     assert costs["instructions"].per_request == (2_000.0, 2_000.0) and costs["instructions"].stacks == {}
     assert any("no call stacks" in line and "valgrind wrote no counts" in line for line in said)
+
+
+class _MeetingServer(_Server):
+    """A server whose first instructions run and first profiling run each wait for the other:
+    a pass that ran them one after the other would break the barrier."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.meeting = threading.Barrier(2, timeout=5)
+
+    @contextmanager
+    def clone(self, tool: str, time_limit_s: float) -> Iterator[_Clone]:
+        if tool in ("instructions", "stacks") and tool not in self.tools:
+            self.meeting.wait()
+        yield _Clone(self, tool)
+
+
+def test_in_parallel_the_profiling_pair_runs_beside_the_counts_and_gives_the_same_cost() -> None:
+    plan = CountingPlan(low=200, high=1000, repetitions=2, time_limit_s=60.0, stacks=True)
+    clock = Clock(now=lambda: 0.0, sleep=lambda _: None)
+    tools = ["instructions", "syscalls"]
+    after = run_counting_pass(_Server(), tools, _run, "http://gw/x", LoadShape(), plan, clock=clock)
+    server = _MeetingServer()
+    beside = run_counting_pass(server, tools, _run, "http://gw/x", LoadShape(), plan, parallel=True, clock=clock)
+    assert beside == after
+    assert beside["instructions"].stacks == {"gw;main;handle": 1_990.0, "gw;main;handle;pcre2_match": 5.0}
+    assert server.tools.count("stacks") == 2
+    # the tools' counts one after the other beside the profile: strace's beside two valgrinds
+    # spread wider than beside one
+    counted = [tool for tool in server.tools if tool != "stacks"]
+    assert counted == ["instructions"] * 4 + ["syscalls"] * 4
+
+
+class _FailingInstructions(_Server):
+    """A server whose instructions clone dies under valgrind; its profiling clone works."""
+
+    @contextmanager
+    def clone(self, tool: str, time_limit_s: float) -> Iterator[_Clone]:
+        if tool == "instructions":
+            raise NetperfError("gw: the clone exited under valgrind")
+        yield _Clone(self, tool)
+
+
+def test_a_failed_count_beside_a_good_profile_gives_no_cost_and_its_own_reason() -> None:
+    plan = CountingPlan(low=200, high=1000, repetitions=1, time_limit_s=60.0, stacks=True)
+    costs, errors = count_tools(
+        _FailingInstructions(),
+        ["instructions", "syscalls"],
+        _run,
+        "http://gw/x",
+        LoadShape(),
+        plan,
+        parallel=True,
+        clock=Clock(lambda: 0.0),
+    )
+    assert set(costs) == {"syscalls"} and costs["syscalls"].stacks == {}
+    assert errors == {"instructions": "gw: the clone exited under valgrind"}
