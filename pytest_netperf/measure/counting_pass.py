@@ -225,14 +225,15 @@ def count_tools(
             return str(exc)
         return implausible(cost) or cost
 
-    def profiled() -> list[tuple[CountedRun, CountedRun]] | str:
+    def profiled() -> dict[str, float] | str:
+        """The call stacks per request of the profiling pair, or why there are none."""
         assert profile is not None
         try:
-            return profile.repetitions(progress)
+            return dict(marginal(counter.node, profile.repetitions(progress)).stacks)
         except NetperfError as exc:
             return str(exc)
 
-    profile_runs: Optional[list[tuple[CountedRun, CountedRun]] | str] = None
+    stacks: Optional[dict[str, float] | str] = None
     if parallel and profile is not None:
         # the profile beside the tools' counts, one after the other: system calls under strace
         # beside two valgrind runs on two cores spread wider between repetitions (median 0.35%
@@ -240,7 +241,7 @@ def count_tools(
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="netperf-cost") as pool:
             profiling = pool.submit(profiled)
             results = {tool: count(tool) for tool in tools}
-            profile_runs = profiling.result()
+            stacks = profiling.result()
     elif parallel and len(tools) > 1:
         with ThreadPoolExecutor(max_workers=len(tools), thread_name_prefix="netperf-cost") as pool:
             counting = {tool: pool.submit(count, tool) for tool in tools}
@@ -248,28 +249,21 @@ def count_tools(
     else:
         results = {tool: count(tool) for tool in tools}
         if profile is not None and isinstance(results.get(INSTRUCTIONS), CountedCost):
-            profile_runs = profiled()
+            stacks = profiled()
     costs = {tool: r for tool, r in results.items() if isinstance(r, CountedCost)}
     errors = {tool: r for tool, r in results.items() if isinstance(r, str)}
-    if INSTRUCTIONS in costs and profile_runs is not None:
-        costs[INSTRUCTIONS] = with_stacks(costs[INSTRUCTIONS], profile_runs, progress)
+    if INSTRUCTIONS in costs and stacks is not None:
+        costs[INSTRUCTIONS] = with_stacks(costs[INSTRUCTIONS], stacks, progress)
     return costs, errors
 
 
 def with_stacks(
-    cost: CountedCost,
-    profile: list[tuple[CountedRun, CountedRun]] | str,
-    progress: Callable[[str], None] = lambda _: None,
+    cost: CountedCost, stacks: dict[str, float] | str, progress: Callable[[str], None] = lambda _: None
 ) -> CountedCost:
-    """``cost`` with the call stacks per request of one profiling pair (callgrind's runs);
-    ``cost`` as it is when the profiling run failed (``profile`` is then its reason: the picture
-    is left out, never the verdict)."""
-    try:
-        if isinstance(profile, str):
-            raise NetperfError(profile)
-        stacks = marginal(cost.node, profile).stacks
-    except NetperfError as exc:
-        progress(f"counting pass {cost.node}: no call stacks ({exc})")
+    """``cost`` with the profiling pair's call stacks per request; ``cost`` as it is when the
+    profiling failed (``stacks`` is then its reason: the picture is left out, never the verdict)."""
+    if isinstance(stacks, str):
+        progress(f"counting pass {cost.node}: no call stacks ({stacks})")
         return cost
     return replace(cost, stacks=stacks)
 
