@@ -118,6 +118,12 @@ class Baseline:
         record = self.series.get(series)
         return record.values(metric) if record is not None else None
 
+    def counted(self, series: str, tool: str) -> Optional[dict[str, CountedCost]]:
+        """node -> ``tool``'s counted cost in ``series``; ``None`` if none was recorded."""
+        record = self.series.get(series)
+        costs = record.counted.get(tool) if record is not None else None
+        return dict(costs) if costs else None
+
     def to_dict(self) -> dict[str, Any]:
         """The JSON document (format_version 1)."""
         return {

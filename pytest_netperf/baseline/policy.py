@@ -31,9 +31,10 @@ from pytest_netperf.baseline.store import BaselineStore
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.errors import BaselineError, NetperfError
-from pytest_netperf.measure.model import BaselineLookup, Measurement, series_name
+from pytest_netperf.measure.model import BaselineLookup, CountedLookup, Measurement, series_name
 from pytest_netperf.measure.outcomes import MISSING_BASELINE_NOTE, BudgetOutcome
 from pytest_netperf.measure.speed_excuse import SlowerMachine, slower_machine
+from pytest_netperf.results.counted import CountedCost
 from pytest_netperf.runtime.machine_speed import Calibration, session_calibration
 from pytest_netperf.verdict.acceptance import ACCEPTED_NOTE_PREFIX, accepted_note
 from pytest_netperf.verdict.estimators import ratio_problem
@@ -111,6 +112,19 @@ class BaselineChoice:
                 return baseline.values(series_name(key, label), metric)
             except KeyError:  # a metric the stored rounds cannot give (recorded without system costs)
                 return None
+
+        return lookup
+
+    @property
+    def counted_lookup(self) -> Optional[CountedLookup]:
+        """The baseline's counted costs: (measurement key, series label, tool) -> node -> cost
+        (their parts, for the counted verdict's thin-miss rule); None without a baseline."""
+        baseline = self.baseline
+        if baseline is None:
+            return None
+
+        def lookup(key: str, label: str, tool: str) -> Optional[dict[str, CountedCost]]:
+            return baseline.counted(series_name(key, label), tool)
 
         return lookup
 

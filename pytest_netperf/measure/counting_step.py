@@ -14,7 +14,7 @@ from typing import Callable, Optional, Sequence
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.measure.counting_pass import CountingPlan, count_tools, counting_problem
-from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
+from pytest_netperf.measure.model import BaselineLookup, CountedLookup, Measurement, Series
 from pytest_netperf.results.counted import counting_tool, parts_changed
 from pytest_netperf.runtime.resources import usable_cores
 from pytest_netperf.verdict.counted import evaluate_repetitions
@@ -30,13 +30,16 @@ class CountingStep:
         plan: CountingPlan,
         progress: Callable[[str], None],
         baseline_lookup: Optional[BaselineLookup] = None,
+        baseline_counted: Optional[CountedLookup] = None,
     ) -> None:
-        """``budgets``: the test's counted budgets (the others are ignored)."""
+        """``budgets``: the test's counted budgets (the others are ignored); ``baseline_counted``:
+        the stored baseline's counted costs, whose parts a thin miss against it is judged on."""
         self.test_id = test_id
         self.budgets = [b for b in budgets if metrics.get(b.metric).counted]
         self.plan = plan
         self._progress = progress
         self._baseline_lookup = baseline_lookup
+        self._baseline_counted = baseline_counted
 
     def tools_by_series(self, m: Measurement) -> dict[str, tuple[Series, set[str]]]:
         """label -> (series, the counting tools its budgets need) for every series a
@@ -65,8 +68,9 @@ class CountingStep:
             if b.comparison == "baseline" and against is None:
                 continue  # NEW: decided with the outcomes
             floor = counting_tool(metrics.tool_of(b.metric)).named_floor
+            parts = _parts_changed(m, b, floor, self._baseline_counted)
             m.verdicts[b.text] = evaluate_repetitions(
-                b, candidate, against if b.form == "ratio" else None, floor=floor, parts=_parts_changed(m, b, floor)
+                b, candidate, against if b.form == "ratio" else None, floor=floor, parts=parts
             )
 
     def _count(self, m: Measurement, series: Series, tools: list[str]) -> None:
@@ -89,16 +93,25 @@ class CountingStep:
             series.counted.setdefault(cost.tool, {})[cost.node] = cost
 
 
-def _parts_changed(m: Measurement, budget: Budget, floor: float) -> Optional[list[tuple[str, float]]]:
-    """The parts of ``budget``'s counted cost that changed by ``floor`` or more against the
-    series of this run it is compared with (None: compared with no such series)."""
-    other = m.judged_series(budget)
-    if budget.form != "ratio" or other is None:
+def _parts_changed(
+    m: Measurement, budget: Budget, floor: float, baseline_counted: Optional[CountedLookup]
+) -> Optional[list[tuple[str, float]]]:
+    """The parts of ``budget``'s counted cost that changed by ``floor`` or more against what it
+    is compared with: the series of this run, or the stored baseline's counted costs (None:
+    compared with neither, or their parts are not known)."""
+    if budget.form != "ratio":
         return None
     tool = metrics.tool_of(budget.metric)
+    other = m.judged_series(budget)
+    if other is not None:
+        against = other.counted.get(tool, {})
+    elif budget.comparison == "baseline" and baseline_counted is not None and m.judged_by_baseline:
+        against = baseline_counted(m.key, "candidate", tool) or {}
+    else:
+        return None
     try:
         candidate = metrics.scoped_costs(budget.metric, m.candidate.counted.get(tool, {}))
-        reference = metrics.scoped_costs(budget.metric, other.counted.get(tool, {}))
+        reference = metrics.scoped_costs(budget.metric, against)
     except metrics.MetricUnavailable:
         return None
     return parts_changed(candidate, reference, floor)

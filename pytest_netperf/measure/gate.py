@@ -28,7 +28,7 @@ from pytest_netperf.measure.design import choose_design
 from pytest_netperf.measure.endpoint import ENDPOINT_MEMBERS, TargetLike
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import SHAPE_ALIASES, CapacityShare, LoadOptionError, check_load_option
-from pytest_netperf.measure.model import BASE_LABEL, BaselineLookup, Measurement, Series
+from pytest_netperf.measure.model import BASE_LABEL, BaselineLookup, CountedLookup, Measurement, Series
 from pytest_netperf.measure.outcomes import (
     MISSING_BASELINE_NOTE,
     BudgetOutcome,
@@ -98,13 +98,15 @@ class Gate:
         stacks: bool = False,
         baseline_slower: Optional[SlowerMachine] = None,
         budget_slower: Optional[SlowerMachine] = None,
+        baseline_counted: Optional[CountedLookup] = None,
     ) -> None:
         """``stacks``: the counting pass also profiles the instructions' call stacks (one
         callgrind pair per side) for the HTML report's flame graph; ``baseline_slower``: how
         much slower this machine measured than the stored baseline's (its wall-clock misses
         are judged again with that speed given back, measure/speed_excuse.py);
         ``budget_slower``: than the machine the absolute budgets were set on (the same for
-        their misses)."""
+        their misses); ``baseline_counted``: the stored baseline's counted costs (a thin miss
+        of a counted budget against it is judged on their parts, as against a twin)."""
         self.test_id = test_id
         self.budgets = list(budgets)
         self.settings = settings
@@ -135,7 +137,9 @@ class Gate:
             slower=baseline_slower,
             budget_slower=budget_slower,
         )
-        self._counting = CountingStep(test_id, self.budgets, self.counting_plan, self._progress, baseline_lookup)
+        self._counting = CountingStep(
+            test_id, self.budgets, self.counting_plan, self._progress, baseline_lookup, baseline_counted
+        )
 
     # ------------------------------------------------------------------ public API
     def noise_warnings(self) -> list[str]:

@@ -28,6 +28,8 @@ from pytest_netperf.verdict import stats
 
 #: Reads a stored baseline's per-round values: (measurement key, series label, metric) -> values or None.
 BaselineLookup = Callable[[str, str, str], Optional[list[float]]]
+#: Reads a stored baseline's counted costs: (measurement key, series label, tool) -> node -> cost or None.
+CountedLookup = Callable[[str, str, str], Optional[dict[str, CountedCost]]]
 
 #: The label of the base revision's twin series (``--netperf-base``) and of what its budgets were judged against.
 BASE_LABEL = "base"
@@ -224,6 +226,12 @@ class Measurement:
         other = self.judged_series(budget)
         if other is not None:
             return candidate, other.values(budget.metric, skip)
-        if budget.comparison == "baseline" and baseline_lookup is not None and not (self.base_note or self.base_error):
+        if budget.comparison == "baseline" and baseline_lookup is not None and self.judged_by_baseline:
             return candidate, baseline_lookup(self.key, "candidate", budget.metric)
         return candidate, None
+
+    @property
+    def judged_by_baseline(self) -> bool:
+        """Whether a stored baseline judges the baseline budgets (not when ``--netperf-base``
+        was asked for and its twin could not be had: those budgets say why instead)."""
+        return not (self.base_note or self.base_error)

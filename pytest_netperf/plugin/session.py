@@ -177,6 +177,7 @@ class NetperfPlugin:
             stacks=self.report.html_path is not None,  # the flame graphs of the HTML report
             baseline_slower=choice.slower,
             budget_slower=self.budget_slower(budgets),
+            baseline_counted=choice.counted_lookup,
         )
         for warning in gate.noise_warnings():  # say it before minutes are spent on it
             record_warning(self.config, f"{item.nodeid}: {warning}", item)

@@ -6,6 +6,12 @@ batches. Such a miss is within the count's resolution; a change of one call's co
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from netperf_rounds import FINGERPRINT, make_rounds
+
+from pytest_netperf.baseline.model import Baseline, SeriesRecord, dumps, loads
+from pytest_netperf.baseline.policy import BaselineChoice
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.measure.counting_step import _parts_changed
@@ -97,9 +103,57 @@ def test_the_gate_compares_the_parts_of_the_series_the_budget_is_judged_against(
     candidate.counted = {"syscalls": {"edge": _edge(EDGE | {"read": 2.03, "epoll_wait": 1.04})}}
     base.counted = {"syscalls": {"edge": _edge(EDGE)}}
     m = Measurement("default", candidate)
-    assert _parts_changed(m, BUDGET, FLOOR) is None  # no base series: a stored baseline's parts are not read
+    assert _parts_changed(m, BUDGET, FLOOR, None) is None  # no base series and no stored baseline
     m.base = base
-    assert _parts_changed(m, BUDGET, FLOOR) == []
+    assert _parts_changed(m, BUDGET, FLOOR, None) == []
     candidate.counted = {"syscalls": {"edge": _edge(EDGE | {"connect": 1.0})}}
-    assert [name for name, _ in _parts_changed(m, BUDGET, FLOOR) or []] == ["edge: connect"]
-    assert _parts_changed(m, parse_budget("syscalls_per_request[edge] <= 9"), FLOOR) is None
+    assert [name for name, _ in _parts_changed(m, BUDGET, FLOOR, None) or []] == ["edge: connect"]
+    assert _parts_changed(m, parse_budget("syscalls_per_request[edge] <= 9"), FLOOR, None) is None
+
+
+def _stored(costs: dict[str, CountedCost]) -> BaselineChoice:
+    """The choice of a baseline whose candidate series counted ``costs`` (system calls), read
+    back from its JSON as a stored file is."""
+    record = SeriesRecord(make_rounds(3), "c=4 open 50/s", "rust", "host", counted={"syscalls": costs})
+    stored = Baseline.new("test_edge.py::test_cost", {"candidate": record}, FINGERPRINT)
+    return BaselineChoice(baseline=loads(dumps(stored), Path("test_edge.json")))
+
+
+def test_a_thin_miss_against_a_stored_baseline_is_judged_on_its_stored_parts() -> None:
+    """The stored file keeps each call's count, so a miss against it is judged as one against a
+    twin: spread thinly, a PASS with the reason; one call more a request, a FAIL naming it."""
+    stored = _stored({"edge": _edge(EDGE)})
+    lookup = stored.counted_lookup
+    assert lookup is not None
+    budget = parse_budget("syscalls_per_request[edge] <= 1.0x baseline")
+    candidate = Series("candidate", "http://172.18.0.3:80/", "edge", "rust", LoadShape())
+    m = Measurement("default", candidate)
+    candidate.counted = {"syscalls": {"edge": _edge(EDGE | {"epoll_wait": 1.03, "read": 2.03, "write": 1.02})}}
+    parts = _parts_changed(m, budget, FLOOR, lookup)
+    assert parts == []
+    values, against = list(candidate.values(budget.metric)), stored.lookup("default", "candidate", budget.metric)
+    assert against is not None
+    verdict = evaluate_repetitions(budget, values, against, floor=FLOOR, parts=parts)
+    assert verdict.status is Status.PASS and "spread thinly" in verdict.note, verdict.note
+    candidate.counted = {"syscalls": {"edge": _edge(EDGE | {"connect": 1.0, "close": 1.0})}}
+    parts = _parts_changed(m, budget, FLOOR, lookup)
+    assert [name for name, _ in parts or []] == ["edge: close", "edge: connect"]
+    verdict = evaluate_repetitions(budget, list(candidate.values(budget.metric)), against, floor=FLOOR, parts=parts)
+    assert verdict.status is Status.FAIL
+
+
+def test_a_stored_baseline_without_the_count_or_the_node_says_nothing_of_parts() -> None:
+    lookup = _stored({"gateway": _edge(EDGE)}).counted_lookup
+    assert lookup is not None
+    budget = parse_budget("syscalls_per_request[edge] <= 1.0x baseline")
+    candidate = Series("candidate", "http://172.18.0.3:80/", "edge", "rust", LoadShape())
+    candidate.counted = {"syscalls": {"edge": _edge(EDGE)}}
+    m = Measurement("default", candidate)
+    assert _parts_changed(m, budget, FLOOR, lookup) is None  # another node was stored
+    assert lookup("depth=3", "candidate", "syscalls") is None  # no such series
+    assert lookup("default", "candidate", "instructions") is None  # no such count
+    assert BaselineChoice().counted_lookup is None
+    edge = _stored({"edge": _edge(EDGE)}).counted_lookup
+    assert _parts_changed(m, budget, FLOOR, edge) == []
+    m.base_error = "the base revision could not be checked out"  # its budgets say so, not a baseline
+    assert _parts_changed(m, budget, FLOOR, edge) is None
