@@ -202,6 +202,8 @@ pub struct RunFacts {
     pub preflight_sockets: u64,
     /// `--turn`: the part of the window in this side's slots (ns); None: all of it.
     pub window_active_ns: Option<u64>,
+    /// `--turn`: the part of each interval in this side's slots (ns); None: all of it.
+    pub interval_active_ns: Option<Vec<u64>>,
 }
 
 impl Document {
@@ -243,7 +245,11 @@ impl Document {
         let intervals = (0..plan.interval_count())
             .map(|i| {
                 let start_s = i as f64 * interval_s;
-                let len_s = interval_s.min(window_s - start_s);
+                // under --turn, an interval's rate is per second of this side's slots in it
+                let len_s = match facts.interval_active_ns.as_ref().and_then(|v| v.get(i)) {
+                    Some(&ns) => ns as f64 / 1e9,
+                    None => interval_s.min(window_s - start_s),
+                };
                 match stats.intervals.get(i) {
                     Some(acc) => {
                         let q =
@@ -253,7 +259,11 @@ impl Document {
                             requests: acc.requests,
                             ok: acc.ok,
                             errors: acc.errors,
-                            rps: acc.completed as f64 / len_s,
+                            rps: if len_s > 0.0 {
+                                acc.completed as f64 / len_s
+                            } else {
+                                0.0
+                            },
                             p50_ns: q(0.5),
                             p99_ns: q(0.99),
                         }

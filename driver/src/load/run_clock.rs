@@ -27,6 +27,8 @@ pub struct RunClock {
     pub tl: Timeline,
     cpu_before: CpuTimes,
     turns: Option<Turns>,
+    /// Length of a reported interval of the window (ns).
+    interval_ns: u64,
 }
 
 impl RunClock {
@@ -47,6 +49,7 @@ impl RunClock {
             tl,
             cpu_before,
             turns: plan.turns,
+            interval_ns: plan.interval_ns,
         }
     }
 
@@ -83,6 +86,13 @@ impl RunClock {
             window_active_ns: self
                 .turns
                 .map(|t| t.active_ns(self.tl.window_start_ns, self.tl.window_end_ns)),
+            interval_active_ns: self.turns.map(|t| {
+                t.active_per_interval(
+                    self.tl.window_start_ns,
+                    self.tl.window_end_ns,
+                    self.interval_ns,
+                )
+            }),
         };
         Ok((stats, facts))
     }

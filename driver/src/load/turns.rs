@@ -62,6 +62,16 @@ impl Turns {
             })
             .sum()
     }
+
+    /// How much of each interval of `interval_ns` from `from` up to `to` lies in this side's
+    /// slots (ns): the time a per-interval rate of this side is a rate over.
+    pub fn active_per_interval(&self, from: u64, to: u64, interval_ns: u64) -> Vec<u64> {
+        let step = interval_ns.max(1);
+        (from..to)
+            .step_by(step as usize)
+            .map(|start| self.active_ns(start, start.saturating_add(step).min(to)))
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -112,5 +122,23 @@ mod tests {
         assert_eq!(SIDE0.active_ns(0, 40), 20);
         assert_eq!(SIDE0.active_ns(5, 35), 10);
         assert_eq!(SIDE1.active_ns(5, 35), 20);
+    }
+
+    #[test]
+    fn each_interval_gets_its_own_share_of_the_slots() {
+        // slots of 10 from 0: side 0 owns [0,10) [30,50) [70,90) ...
+        assert_eq!(SIDE0.active_per_interval(0, 100, 25), vec![10, 20, 5, 15]);
+        assert_eq!(SIDE1.active_per_interval(0, 100, 25), vec![15, 5, 20, 10]);
+        // a last interval cut short by the window's end
+        assert_eq!(SIDE0.active_per_interval(5, 60, 40), vec![20, 5]);
+        for (from, to, step) in [(3, 997, 100), (0, 1000, 7), (50, 51, 10)] {
+            let zero = SIDE0.active_per_interval(from, to, step);
+            let one = SIDE1.active_per_interval(from, to, step);
+            assert_eq!(zero.len(), (to - from).div_ceil(step) as usize);
+            assert_eq!(zero.iter().sum::<u64>(), SIDE0.active_ns(from, to));
+            for (a, b) in zero.iter().zip(&one) {
+                assert!(a + b <= step, "the sides share each interval");
+            }
+        }
     }
 }
