@@ -337,11 +337,31 @@ def _mount_spec(mount: Mapping[str, Any]) -> str:
 
 
 def _copy_files(source: Container, target: Container, paths: Sequence[str]) -> None:
-    """Copy ``paths`` (files or folders) from ``source`` into ``target`` before it starts."""
+    """Copy ``paths`` (files or folders) from ``source`` into ``target`` before it starts,
+    making their folders where ``target``'s image has none (a rendered TLS node's certificate
+    folder is written into its container, not its image)."""
     for path in paths:
         bits, _ = source.get_archive(path)
-        parent = path.rstrip("/").rsplit("/", 1)[0] or "/"
-        target.put_archive(parent, b"".join(bits))
+        folder = path.rstrip("/").rsplit("/", 1)[0].strip("/")
+        target.put_archive("/", under_folder(b"".join(bits), folder))
+
+
+def under_folder(archive: bytes, folder: str) -> bytes:
+    """``archive`` (a tar whose entries are relative to one folder, as ``get_archive`` gives
+    them) with every entry, and every hard link's target, moved under ``folder`` (relative to
+    the root; "" leaves it as it is): put at ``/`` it lands where it came from, its folders
+    made as extracting it needs them."""
+    if not folder:
+        return archive
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as found, tarfile.open(fileobj=out, mode="w") as moved:
+        for member in found.getmembers():
+            data = found.extractfile(member) if member.isfile() else None
+            member.name = f"{folder}/{member.name}"
+            if member.islnk():
+                member.linkname = f"{folder}/{member.linkname}"
+            moved.addfile(member, data)
+    return out.getvalue()
 
 
 def _read_dir(container: Container, path: str) -> dict[str, str]:

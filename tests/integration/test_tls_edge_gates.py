@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from docker_helpers import assert_no_leftovers, skip_without_images
+from docker_helpers import assert_no_leftovers, skip_without_counting_image, skip_without_images
 from pytester_helpers import json_report, netperf_args, undecided_for
 
 pytestmark = pytest.mark.docker
@@ -168,3 +168,50 @@ def test_https_to_cleartext_and_an_untrusted_certificate_are_invalid_naming_the_
     untrusted = " ".join(rows["test_a_certificate_the_gate_does_not_trust"]["notes"])
     assert "server certificate rejected: not signed by a CA we trust" in untrusted, untrusted
     assert_no_leftovers(tmp_path, "gateway-nginx-w1-tls-ecdsa-p256")
+
+
+COUNTED_GATE = """
+import pytest
+from pytest_netperf.topology import builders
+
+
+@pytest.mark.netperf("syscalls_per_request[gw] <= 1.0x reference", "errors == 0")
+def test_dropped_pool_behind_the_tls_edge(netperf, netperf_topology):
+    pooled = netperf_topology(builders.gateway_topology("nginx", tls=True))
+    unpooled = netperf_topology(builders.gateway_topology("nginx", tls=True, upstream_keepalive=False))
+    netperf.compare(unpooled.endpoint("gateway-tls"), reference=pooled.endpoint("gateway-tls"), connections=4, rate=50)
+"""
+
+
+def test_a_counted_budget_on_the_built_in_tls_edge_counts_it_and_names_the_dropped_pool(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The counted clones of a rendered TLS node get its certificate folder, which its image
+    does not have (``/netperf/tls`` is written into the container): before, every counting
+    pass of the built-in TLS gateway failed ("Could not find the file /netperf/tls"), so its
+    counted budgets were INVALID."""
+    skip_without_counting_image("pytest-netperf/nginx:local")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    pytester.makepyfile(test_counted_edge=COUNTED_GATE)
+    result = pytester.runpytest_subprocess(
+        *netperf_args(
+            2,
+            2,
+            "0.5",
+            "0.2",
+            "--netperf-json=out.json",
+            "--netperf-counting-requests=500",
+            "--netperf-counting-repetitions=2",
+        )
+    )
+    rows = {r["budget"]: r for r in json_report(pytester, "out.json")["rows"]}
+    counted = rows["syscalls_per_request[gw] <= 1.0x reference"]
+    said = " ".join(counted["notes"])
+    assert counted["verdict"] == "FAIL", (counted, result.stdout.str()[-3000:])
+    assert counted["raw"]["estimate"] > 1.1, counted  # a connect and a close more per request, at least
+    assert "connect +1.00" in said or "close +1.00" in said, said
+    assert rows["errors == 0"]["verdict"] == "PASS", rows
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()[-3000:]
+    assert_no_leftovers(
+        tmp_path, "gateway-nginx-w1-tls-ecdsa-p256", "gateway-nginx-w1-no-upstream-keepalive-tls-ecdsa-p256"
+    )
