@@ -380,6 +380,8 @@ def scenarios(args: argparse.Namespace, stacks: tuple[RunningTopology, RunningTo
     Each injection is calibrated just before its row: a P90 spin calibrated before 40
     minutes of other gates measured +5.0% then and +8.3% in its row."""
     ref, cand = (stack.endpoint("direct") for stack in stacks)
+    if args.swap_sides:  # the same containers in the other roles: does a bias follow the role?
+        ref, cand = cand, ref
     for group in ("cpu", "p90", "rps"):
         if group not in args.only:
             continue
@@ -479,6 +481,17 @@ def main() -> None:
     )
     parser.add_argument("--skip-aa", action="store_true", help="only the injected rows (A/A figures of another run)")
     parser.add_argument("--skip-cut", action="store_true", help="only the A/A rows (injected figures of another run)")
+    parser.add_argument(
+        "--cand-first",
+        action="store_true",
+        help="stand up the candidate's stack before the reference's (A/A: does a bias follow the order of making?)",
+    )
+    parser.add_argument(
+        "--swap-sides",
+        action="store_true",
+        help="the second stack's server as the reference and the first's as the candidate (A/A: a bias that "
+        "follows the containers changes sign, one that follows the roles does not)",
+    )
     parser.add_argument("--connections", type=int, default=8, help="connections at the fixed rate")
     parser.add_argument(
         "--cpu-weight",
@@ -577,7 +590,11 @@ def main() -> None:
     busy: dict[tuple[str, str], NeighbourReport] = {}
     started = time.monotonic()
     try:
-        stacks = runtime.up(topology("ref")), runtime.up(topology("cand"))
+        if args.cand_first:  # the candidate's stack (network, container) made before the reference's
+            cand_stack = runtime.up(topology("cand"))
+            stacks = runtime.up(topology("ref")), cand_stack
+        else:
+            stacks = runtime.up(topology("ref")), runtime.up(topology("cand"))
         for row in scenarios(args, stacks):  # calibrations run here, between neighbours
             for scenario in neighbours:
                 with Neighbour(scenario, args.neighbour_seconds, args.neighbour_seed, outside=outside) as neighbour:
