@@ -385,6 +385,7 @@ def main() -> None:
                 for label in stacks:
                     stacks[label].down()
     finally:
+        runtime.down_all()  # and the test CA's files of the TLS case
         clean_session(session)
     print()
     print(
