@@ -62,7 +62,8 @@ Usage: python benchmarks/gate_power.py [--gates 40] [--only cpu,p90,rps] [--desi
        [--rate 2000] [--arrival poisson|constant] [--no-calibrate-burn] [--calibration-pairs 32]
        [--fixed-burn 1] [--fixed-placement pinned|quota|float|twins] [--rps-placement pinned|quota|float]
        [--rps-burn 30] [--driver-cores 0] [--sut-cores 1]
-       [--cores 0.25] [--fixed-cores 1] [--skip-aa] [--skip-cut] [--duration 0.5] [--min-rounds 6]
+       [--cores 0.25] [--fixed-cores 1] [--skip-aa] [--skip-cut] [--swap-sides] [--cand-first]
+       [--fresh-pair (with --skip-cut)] [--duration 0.5] [--min-rounds 6]
        [--max-rounds alternate:32,simultaneous:64] [--rounds-out rounds.jsonl]
        [--neighbour idle,busy,heavy:2] [--neighbour-seconds 7200] [--neighbour-seed 1]
        python benchmarks/gate_power.py --summarize rounds.jsonl [more.jsonl ...]
@@ -492,6 +493,12 @@ def main() -> None:
         help="the second stack's server as the reference and the first's as the candidate (A/A: a bias that "
         "follows the containers changes sign, one that follows the roles does not)",
     )
+    parser.add_argument(
+        "--fresh-pair",
+        action="store_true",
+        help="stand up both stacks afresh for every gate, as every CI run does (A/A only: does a bias between "
+        "two identical containers draw at random with each pair?)",
+    )
     parser.add_argument("--connections", type=int, default=8, help="connections at the fixed rate")
     parser.add_argument(
         "--cpu-weight",
@@ -568,6 +575,8 @@ def main() -> None:
         runs = [run for path in args.summarize for run in read_runs(path)]
         summarize(runs, sum(run.seconds for run in runs))
         return
+    if args.fresh_pair and not args.skip_cut:
+        parser.error("--fresh-pair measures unchanged pairs only: add --skip-cut")
     args.only = {part.strip() for part in args.only.split(",")}
     designs = args.designs = [part.strip() for part in args.design.split(",")]
     unknown = sorted(set(designs) - set(DESIGNS))
@@ -590,20 +599,21 @@ def main() -> None:
     busy: dict[tuple[str, str], NeighbourReport] = {}
     started = time.monotonic()
     try:
-        if args.cand_first:  # the candidate's stack (network, container) made before the reference's
-            cand_stack = runtime.up(topology("cand"))
-            stacks = runtime.up(topology("ref")), cand_stack
-        else:
-            stacks = runtime.up(topology("ref")), runtime.up(topology("cand"))
-        for row in scenarios(args, stacks):  # calibrations run here, between neighbours
-            for scenario in neighbours:
-                with Neighbour(scenario, args.neighbour_seconds, args.neighbour_seed, outside=outside) as neighbour:
-                    run_row(args, row, designs, neighbour, runs, labelled)
-                busy[(row.scenario, scenario.name)] = neighbour.report
-                if not scenario.idle:
-                    print(
-                        f"busy-neighbor {scenario.name} beside {row.scenario}: {neighbour.report.summary()}", flush=True
-                    )
+        pairs = [range(args.gates)] if not args.fresh_pair else [range(i, i + 1) for i in range(args.gates)]
+        for indices in pairs:
+            stacks = stand_up_pair(args, runtime)
+            for row in scenarios(args, stacks):  # calibrations run here, between neighbours
+                for scenario in neighbours:
+                    with Neighbour(scenario, args.neighbour_seconds, args.neighbour_seed, outside=outside) as neighbour:
+                        run_row(args, row, designs, neighbour, runs, labelled, indices)
+                    busy[(row.scenario, scenario.name)] = neighbour.report
+                    if not scenario.idle:
+                        print(
+                            f"busy-neighbor {scenario.name} beside {row.scenario}: {neighbour.report.summary()}",
+                            flush=True,
+                        )
+            for stack in stacks:
+                stack.down()
     finally:
         runtime.down_all()
         clean_session(session, runtime.client)
@@ -611,6 +621,14 @@ def main() -> None:
             for problem in priority.close():
                 print(f"cpu weight: {problem}", flush=True)
     summarize(runs, time.monotonic() - started, busy)
+
+
+def stand_up_pair(args: argparse.Namespace, runtime: DockerRuntime) -> tuple[RunningTopology, RunningTopology]:
+    """The two stacks (ref, cand), made in the order --cand-first asks for."""
+    if args.cand_first:  # the candidate's stack (network, container) made before the reference's
+        cand_stack = runtime.up(topology("cand"))
+        return runtime.up(topology("ref")), cand_stack
+    return runtime.up(topology("ref")), runtime.up(topology("cand"))
 
 
 def weighted_cgroup(session: str, factor: float) -> Optional[CpuPriority]:
@@ -628,11 +646,17 @@ def weighted_cgroup(session: str, factor: float) -> Optional[CpuPriority]:
 
 
 def run_row(
-    args: argparse.Namespace, row: Row, designs: list[str], neighbour: Neighbour, runs: list[GateRun], labelled: bool
+    args: argparse.Namespace,
+    row: Row,
+    designs: list[str],
+    neighbour: Neighbour,
+    runs: list[GateRun],
+    labelled: bool,
+    indices: range,
 ) -> None:
-    """--gates gates of ``row`` per design beside ``neighbour`` (running), appended to ``runs``."""
+    """The gates ``indices`` of ``row`` per design beside ``neighbour`` (running), appended to ``runs``."""
     name = neighbour.scenario.name
-    for index in range(args.gates):
+    for index in indices:
         for design in designs:  # the designs take turns, so drift of the machine reaches both
             if neighbour.ensure_running():
                 print(f"busy-neighbor {name}: its --seconds ran out; started again", flush=True)
