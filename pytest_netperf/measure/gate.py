@@ -21,7 +21,7 @@ from pytest_netperf.budget.metrics import ERROR_METRICS
 from pytest_netperf.drivers import driver_for_target
 from pytest_netperf.drivers.base import Driver, LoadShape
 from pytest_netperf.errors import NetperfError
-from pytest_netperf.measure.capacity import resolve_capacity_share
+from pytest_netperf.measure.capacity import CapacityMemory, resolve_capacity_share
 from pytest_netperf.measure.counting_pass import CountingPlan
 from pytest_netperf.measure.counting_step import CountingStep
 from pytest_netperf.measure.design import choose_design
@@ -99,6 +99,7 @@ class Gate:
         baseline_slower: Optional[SlowerMachine] = None,
         budget_slower: Optional[SlowerMachine] = None,
         baseline_counted: Optional[CountedLookup] = None,
+        capacities: Optional[CapacityMemory] = None,
     ) -> None:
         """``stacks``: the counting pass also profiles the instructions' call stacks (one
         callgrind pair per side) for the HTML report's flame graph; ``baseline_slower``: how
@@ -106,7 +107,9 @@ class Gate:
         are judged again with that speed given back, measure/speed_excuse.py);
         ``budget_slower``: than the machine the absolute budgets were set on (the same for
         their misses); ``baseline_counted``: the stored baseline's counted costs (a thin miss
-        of a counted budget against it is judged on their parts, as against a twin)."""
+        of a counted budget against it is judged on their parts, as against a twin);
+        ``capacities``: the session's measured capacities, taken again for ``rate="N%"`` on a
+        series measured just before (measure/capacity.py)."""
         self.test_id = test_id
         self.budgets = list(budgets)
         self.settings = settings
@@ -118,6 +121,7 @@ class Gate:
         #: Test-level notes (fingerprint warnings, baseline writes) shown with every outcome.
         self.notes: list[str] = list(notes or [])
         self._noise = noise  # from an earlier A/A run (--netperf-calibrate), if any
+        self._capacities = capacities
         self.implicit_error_budget = not any(b.metric in ERROR_METRICS for b in self.budgets)
         self._system_budgets = system_budgets(self.budgets)
         #: every budget counted: the timed rounds only check for errors (defaults.COUNTED_ONLY_ROUNDS)
@@ -233,7 +237,7 @@ class Gate:
             check_probes(self.test_id, [budget], [(s.label, s.url, s.costs) for s in m.judged(budget)])
         self._counting.prepare(m)  # counting images built before any load
         if share is not None:
-            m.rate_note = resolve_capacity_share(m, share)
+            m.rate_note = resolve_capacity_share(m, share, self._capacities, f"{self.test_id} [{m.key}]")
             self._progress(f"{self.test_id} [{m.key}] {m.rate_note}")
         self._choose_design(m)
         if rounds is None and self._counted_only:

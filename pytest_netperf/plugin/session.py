@@ -32,6 +32,7 @@ from pytest_netperf.errors import (
     NetperfError,
     RevisionError,
 )
+from pytest_netperf.measure.capacity import CapacityMemory
 from pytest_netperf.measure.gate import DriverFactory, Gate
 from pytest_netperf.measure.outcomes import BudgetOutcome, accepted
 from pytest_netperf.measure.speed_excuse import SlowerMachine, explains_budget_speed, slower_than_budgets
@@ -114,6 +115,8 @@ class NetperfPlugin:
         self._aa_pairs: list[tuple[list[Any], list[Any]]] = []  # rounds of --netperf-calibrate
         #: The session's Locust master (workers attach once and serve every round); closed at the end.
         self.locust_sessions = SessionPool()
+        #: capacities measured for ``rate="N%"``, taken again by a test that loads the same series soon after
+        self.capacities = CapacityMemory()
         #: What accepts this run's regressions (:meth:`load_acceptances`): a covered FAIL is ACCEPTED.
         self.acceptances: list[Acceptance] = []
 
@@ -178,6 +181,7 @@ class NetperfPlugin:
             baseline_slower=choice.slower,
             budget_slower=self.budget_slower(budgets),
             baseline_counted=choice.counted_lookup,
+            capacities=self.capacities,
         )
         for warning in gate.noise_warnings():  # say it before minutes are spent on it
             record_warning(self.config, f"{item.nodeid}: {warning}", item)

@@ -1,6 +1,7 @@
 """``rate="25%"`` (measure/capacity.py): the gate measures each side's closed-loop capacity
-first and loads every side in open loop at that share of the lowest, with a note; a bad share
-is a load-option error naming the value."""
+first and loads every side in open loop at that share of the lowest, with a note; a series
+measured again soon after takes the capacity already measured; a bad share is a load-option
+error naming the value."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from netperf_rounds import make_round
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
 from pytest_netperf.errors import InvalidMeasurement
+from pytest_netperf.measure.capacity import CapacityMemory
 from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import CapacityShare, LoadOptionError, check_load_option
@@ -37,9 +39,25 @@ class CapacityDriver:
         return make_round(rps=rps, url=url) if rps else replace(make_round(url=url), ok=0, achieved_rps=0.0)
 
 
-def gate(driver: CapacityDriver, budget: str = "p50 < 100ms") -> Gate:
+def gate(
+    driver: CapacityDriver, budget: str = "p50 < 100ms", capacities: CapacityMemory | None = None, name: str = "test"
+) -> Gate:
     settings = GateSettings(rounds_min=2, rounds_max=2, round_duration_s=0.1, warmup_s=0.0, realtime=True)
-    return Gate("t.py::test", [parse_budget(budget)], settings, driver_factory=lambda name, runner: driver)
+    return Gate(
+        f"t.py::{name}", [parse_budget(budget)], settings, driver_factory=lambda _n, _r: driver, capacities=capacities
+    )
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def closed_loop_urls(driver: CapacityDriver) -> list[str]:
+    return [url for url, s in driver.shapes if s.rate is None]
 
 
 def test_a_share_of_the_lowest_capacity_loads_every_side_at_one_rate() -> None:
@@ -63,6 +81,39 @@ def test_a_side_that_answers_nothing_has_no_capacity_to_share() -> None:
     driver = CapacityDriver({HEAD: 0.0})
     with pytest.raises(InvalidMeasurement, match=r"capacity for rate=10%.*no successful response"):
         gate(driver).measure(HEAD, rate="10%")
+
+
+def test_a_series_measured_again_soon_takes_the_capacity_already_measured() -> None:
+    driver = CapacityDriver({HEAD: 2000.0, REF: 3000.0})
+    clock = FakeClock()
+    memory = CapacityMemory(max_age_s=120.0, now=clock)
+    gate(driver, "p50 <= 1.5x reference", memory, "test_sweep").compare(HEAD, REF, rate="20%", connections=8, key="d3")
+    assert closed_loop_urls(driver) == [HEAD, REF]
+    clock.t += 45.0
+    later = gate(driver, "p50 <= 1.5x reference", memory, "test_rates")
+    m = later.compare(HEAD, REF, rate="40%", connections=8)
+    assert closed_loop_urls(driver) == [HEAD, REF], "no second capacity run"
+    assert m.candidate.shape.rate == 800.0  # exactly 2x the first test's 400/s
+    assert "candidate 2,000 (measured 45 s before, by t.py::test_sweep [d3])" in m.rate_note
+
+
+def test_a_capacity_is_measured_anew_when_old_or_for_another_shape() -> None:
+    driver = CapacityDriver({HEAD: 2000.0, REF: 3000.0})
+    clock = FakeClock()
+    memory = CapacityMemory(max_age_s=120.0, now=clock)
+    gate(driver, capacities=memory).measure(HEAD, rate="20%", connections=8)
+    gate(driver, capacities=memory).measure(HEAD, rate="20%", connections=16)  # other connections
+    clock.t += 121.0
+    m = gate(driver, capacities=memory).measure(HEAD, rate="20%", connections=8)  # too old
+    assert closed_loop_urls(driver) == [HEAD, HEAD, HEAD]
+    assert "measured" not in m.rate_note.split("requests/s:")[1]
+
+
+def test_without_a_memory_every_measurement_measures_its_capacity() -> None:
+    driver = CapacityDriver({HEAD: 2000.0})
+    gate(driver).measure(HEAD, rate="20%")
+    gate(driver).measure(HEAD, rate="20%")
+    assert closed_loop_urls(driver) == [HEAD, HEAD]
 
 
 @pytest.mark.parametrize("given", ["25%", " 2.5 % ", "100%"])
