@@ -21,7 +21,7 @@ from pytest_netperf.measure.design import SHARE_THE_RUNNER, queue_outlasts_turn,
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.load_options import round_seed
 from pytest_netperf.measure.model import BaselineLookup, Measurement, Series
-from pytest_netperf.measure.runner_watch import run_with_runner_state
+from pytest_netperf.measure.runner_watch import outside_when_idle, run_with_runner_state
 from pytest_netperf.measure.speed_excuse import (
     SlowerMachine,
     budget_speed_given_back,
@@ -97,12 +97,16 @@ class TimedRounds:
         started: float,
         slower: Optional[SlowerMachine] = None,
         budget_slower: Optional[SlowerMachine] = None,
+        idle_watch: Optional[Callable[[], Optional[tuple[float, int]]]] = None,
     ) -> None:
         """``budgets``: the timed budgets (judged on rounds); ``read_costs``: read what the
         system under test spends around each round; ``notes``: the test's notes, to which a
         round measured again adds why; ``slower``: how much slower this machine measured than
         the stored baseline's (None: not slower, or no baseline); ``budget_slower``: than the
-        machine the absolute budgets were set on (None: not slower, or not said)."""
+        machine the absolute budgets were set on (None: not slower, or not said);
+        ``idle_watch``: what other processes take while the test sends no load (cores, of
+        cores; default runner_watch.outside_when_idle), read only where a rate missed on a
+        runner that looked quiet during its rounds."""
         self.test_id = test_id
         self.settings = settings
         self.budgets = list(budgets)
@@ -113,6 +117,7 @@ class TimedRounds:
         self._started = started
         self._slower = slower
         self._budget_slower = budget_slower
+        self._idle_watch = idle_watch
 
     def run(self, m: Measurement, rounds: Optional[int] = None) -> None:
         """The sequential procedure over interleaved rounds of ``m``; leaves the verdicts in ``m.verdicts``."""
@@ -321,9 +326,15 @@ class TimedRounds:
             return verdict
         candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
         adjusted = given_back(candidate, known)
+        why = f"{taken_text(known)} during its {len(known)} round(s)"
+        if adjusted is None and scaled_up(candidate, known) is not None:
+            # quiet during the rounds: was the neighbour only held back by the stack's weight?
+            idle = (self._idle_watch or outside_when_idle)()
+            adjusted = given_back(candidate, known, idle)
+            if adjusted is not None and idle is not None:
+                why += f", and {idle[0]:.2f} while the test sent no load"
         if adjusted is None:
             return verdict
-        why = f"{taken_text(known)} during its {len(known)} round(s)"
         return self._rejudged(m, b, verdict, adjusted, against, look, why, "the runner does not explain the miss")
 
     def _rejudged(

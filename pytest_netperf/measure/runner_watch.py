@@ -11,6 +11,7 @@ carries no runner state; it is never a reason to invalidate a round.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Optional
@@ -20,6 +21,11 @@ from pytest_netperf.results.runner import RunnerState
 from pytest_netperf.runtime.machine_load import MachineLoad, MachineSample, machine_load, read_sample
 
 Sampler = Callable[[], Optional[MachineSample]]
+
+#: Seconds the runner is watched with no load of the test's (:func:`outside_when_idle`): a
+#: neighbour that works in bursts of about 100 ms, half the time on each of 2 cores, averages
+#: 1.0 core over it with a spread of about 0.2.
+IDLE_WATCH_S = 1.0
 
 
 def run_with_runner_state(run: Callable[[], RoundResult], sample: Optional[Sampler] = None) -> RoundResult:
@@ -61,3 +67,28 @@ def stack_cores(result: RoundResult, span_s: float) -> Optional[float]:
     if system is None or not system.nodes:
         return None
     return sum(node.cpu_ns for node in system.nodes.values()) / 1e9 / span_s
+
+
+def outside_when_idle(
+    seconds: Optional[float] = None, sample: Optional[Sampler] = None, sleep: Callable[[float], None] = time.sleep
+) -> Optional[tuple[float, int]]:
+    """What other processes and steal took of the runner while the test sent no load, and its
+    core count: the machine watched for ``seconds`` (default :data:`IDLE_WATCH_S`) between two
+    samples, less the kernel's threads and the container runtime. None where the counters
+    cannot be read.
+
+    The stack's CPU weight holds a neighbour back while the test loads the cores, so what it
+    took during a round understates how busy the runner is (beside ``busy-neighbor --level
+    busy``, 0.15 of 2 cores during a closed loop whose throughput fell to 0.79x); left
+    alone, it takes what it wants."""
+    sample = sample or read_sample
+    before = sample()
+    if before is None:
+        return None
+    sleep(IDLE_WATCH_S if seconds is None else seconds)
+    after = sample()
+    load = machine_load(before, after) if after is not None else None
+    if load is None:
+        return None
+    outside = max(0.0, load.process_cores - (load.system_cores or 0.0))
+    return outside + load.steal_share * load.cores, load.cores

@@ -288,17 +288,30 @@ def taken_cores(result: RoundResult, overlapping: Sequence[RoundResult] = ()) ->
     return outside + state.steal_share * state.cores, state.cores
 
 
-def given_back(values: Sequence[float], taken: Sequence[tuple[float, int]]) -> Optional[list[float]]:
+def given_back(
+    values: Sequence[float], taken: Sequence[tuple[float, int]], idle: Optional[tuple[float, int]] = None
+) -> Optional[list[float]]:
     """Each round's rate as if the cores taken from it had been the test's (value x cores /
-    (cores - taken)), or None when the runner was quiet (less than
-    :data:`EXPLAINING_TAKEN_SHARE` of the cores taken on average) or a round lost more than
-    :data:`MAX_TAKEN_SHARE` of them."""
+    (cores - taken)), or None when the runner was quiet or a round lost more than
+    :data:`MAX_TAKEN_SHARE` of them. Quiet: less than :data:`EXPLAINING_TAKEN_SHARE` of the
+    cores taken on average during the rounds, and, where ``idle`` says what other processes
+    took while the test sent no load (runner_watch.outside_when_idle), less than
+    :data:`BUSY_OUTSIDE_SHARE` of them then: the stack's CPU weight holds a neighbour back
+    during the rounds, not its cache and memory traffic (beside ``busy-neighbor --level busy``
+    a closed loop read 0.79x of its quiet baseline while others took 0.15 of 2 cores)."""
     if not values or len(values) != len(taken):
         return None
     cores = max(c for _, c in taken)
-    if sum(t for t, _ in taken) / len(taken) < EXPLAINING_TAKEN_SHARE * cores:
+    quiet_rounds = sum(t for t, _ in taken) / len(taken) < EXPLAINING_TAKEN_SHARE * cores
+    if quiet_rounds and not busy_when_idle(idle):
         return None
     return scaled_up(values, taken)
+
+
+def busy_when_idle(idle: Optional[tuple[float, int]]) -> bool:
+    """Whether other processes and steal took at least :data:`BUSY_OUTSIDE_SHARE` of the cores
+    while the test sent no load (``idle``: cores taken, cores; None: not watched)."""
+    return idle is not None and idle[0] >= BUSY_OUTSIDE_SHARE * idle[1]
 
 
 def scaled_up(values: Sequence[float], taken: Sequence[tuple[float, int]]) -> Optional[list[float]]:

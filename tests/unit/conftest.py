@@ -35,3 +35,4 @@ def quiet_runner(monkeypatch: pytest.MonkeyPatch) -> None:
     "measured while the runner was busy" and a CI run's unit test did not see the early stop on
     a FAIL it tests. A test of the runner's state gives its rounds their own."""
     monkeypatch.setattr(runner_watch, "read_sample", quiet_runner_sampler())
+    monkeypatch.setattr(runner_watch, "IDLE_WATCH_S", 0.0)  # the quiet runner needs no watching

@@ -14,7 +14,7 @@ from netperf_rounds import make_round, runner_state, six_rounds_judged
 
 from pytest_netperf.budget.grammar import parse_budget
 from pytest_netperf.drivers.base import LoadShape
-from pytest_netperf.measure import runner_watch
+from pytest_netperf.measure import rounds, runner_watch
 from pytest_netperf.measure.outcomes import BudgetOutcome
 from pytest_netperf.measure.validity import explains_rates, given_back
 from pytest_netperf.results.model import RoundResult
@@ -79,9 +79,31 @@ def test_a_miss_beyond_what_was_taken_stays_red_and_says_so() -> None:
     assert "given back, rps would measure 0.357x: the runner does not explain the miss" in outcome.verdict.note
 
 
-def test_a_quiet_runner_is_judged_as_measured() -> None:
+def test_a_quiet_runner_is_judged_as_measured(monkeypatch: pytest.MonkeyPatch) -> None:
+    watched: list[bool] = []
+    monkeypatch.setattr(rounds, "outside_when_idle", lambda: watched.append(True) or (0.08, 2))
     outcome = judged(SharedRunnerDriver(rps=5_800.0, outside=0.15))  # 0.075 of the cores: quiet
     assert outcome.status is Status.FAIL and "given back" not in outcome.verdict.note
+    assert watched == [True], "quiet during the rounds: the runner is watched with no load once"
+
+
+def test_a_neighbour_held_back_during_the_rounds_is_seen_with_no_load(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the example job beside busy-neighbor --level busy: others took 0.15 of 2 cores during a
+    # closed loop at 20x the CPU weight (0.79x of its quiet baseline), 1.0 with no load
+    monkeypatch.setattr(rounds, "outside_when_idle", lambda: (1.02, 2))
+    outcome = judged(SharedRunnerDriver(rps=7_000.0, outside=0.15), "rps >= 0.75x baseline")
+    assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.n_rounds == 0
+    why = outcome.verdict.undecidable
+    assert "took 0.15 of the 2 cores on average" in why and "and 1.02 while the test sent no load" in why
+    assert "given back, rps would measure 0.75" in why and "within the budget" in why  # 0.70x x 2 / 1.85
+    assert not undecided_fails(outcome.budget, outcome.verdict, "change")
+
+
+def test_a_held_back_neighbour_gives_back_only_what_it_took(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rounds, "outside_when_idle", lambda: (1.02, 2))
+    outcome = judged(SharedRunnerDriver(rps=5_000.0, outside=0.15), "rps >= 0.75x baseline")
+    assert outcome.status is Status.FAIL
+    assert "given back, rps would measure 0.541x: the runner does not explain the miss" in outcome.verdict.note
 
 
 def test_unknown_contention_explains_nothing() -> None:

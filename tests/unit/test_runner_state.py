@@ -16,7 +16,7 @@ from netperf_rounds import make_round
 from pytest_netperf.baseline.schema import validate
 from pytest_netperf.baseline.store import Baseline, SeriesRecord
 from pytest_netperf.errors import BaselineError
-from pytest_netperf.measure.runner_watch import run_with_runner_state
+from pytest_netperf.measure.runner_watch import outside_when_idle, run_with_runner_state
 from pytest_netperf.report.runner_state import RunnerSummary, runner_summary
 from pytest_netperf.results.model import ClientHealth, NodeCosts, RoundResult, SystemCosts
 from pytest_netperf.results.runner import RunnerState, outside_cores_beside, overlapping_own_cores
@@ -371,3 +371,22 @@ def test_a_round_keeps_its_state_through_a_baseline_file(tmp_path: Path) -> None
     doc["series"]["candidate"]["rounds"][0]["runner"]["steal_share"] = "high"
     with pytest.raises(BaselineError, match=r"rounds\[0\]\.runner\.steal_share: expected a number"):
         validate(doc, tmp_path / "b.json")
+
+
+def test_outside_when_idle_is_what_others_and_steal_took_while_the_test_sent_no_load() -> None:
+    hz = clock_ticks_per_s()
+    # over 1 s of a 2-core machine (200 ticks): processes 100 ticks (1.0 core), of which
+    # dockerd hz/10 ticks (0.1 core), steal 10 ticks (5%: 0.1 core)
+    before = MachineSample(at=0.0, wall=0.0, cpu=ticks(idle=0), load_1m=None, system_ticks={10: 0})
+    busy = ticks(user=100, idle=90, steal=10)
+    after = MachineSample(at=1.0, wall=1.0, cpu=busy, load_1m=None, system_ticks={10: hz // 10})
+    samples, slept = iter([before, after]), []
+    got = outside_when_idle(0.5, sample=lambda: next(samples), sleep=slept.append)
+    assert slept == [0.5]
+    assert got is not None and got[1] == 2 and got[0] == pytest.approx(1.0 - 0.1 + 0.1)
+
+
+def test_outside_when_idle_without_counters_is_unknown_and_does_not_wait() -> None:
+    slept: list[float] = []
+    assert outside_when_idle(1.0, sample=lambda: None, sleep=slept.append) is None
+    assert slept == []
