@@ -328,11 +328,11 @@ class TimedRounds:
         adjusted = given_back(candidate, known)
         why = f"{taken_text(known)} during its {len(known)} round(s)"
         if adjusted is None and scaled_up(candidate, known) is not None:
-            # quiet during the rounds: was the neighbour only held back by the stack's weight?
+            # quiet during the rounds: or a neighbour the stack's CPU weight held back?
             idle = (self._idle_watch or outside_when_idle)()
             adjusted = given_back(candidate, known, idle)
             if adjusted is not None and idle is not None:
-                why += f", and {idle[0]:.2f} while the test sent no load"
+                why += f", and wanted {idle[0]:.2f} while the test sent no load (given back where a round lost less)"
         if adjusted is None:
             return verdict
         return self._rejudged(m, b, verdict, adjusted, against, look, why, "the runner does not explain the miss")

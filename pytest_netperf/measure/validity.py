@@ -293,17 +293,22 @@ def given_back(
 ) -> Optional[list[float]]:
     """Each round's rate as if the cores taken from it had been the test's (value x cores /
     (cores - taken)), or None when the runner was quiet or a round lost more than
-    :data:`MAX_TAKEN_SHARE` of them. Quiet: less than :data:`EXPLAINING_TAKEN_SHARE` of the
-    cores taken on average during the rounds, and, where ``idle`` says what other processes
-    took while the test sent no load (runner_watch.outside_when_idle), less than
-    :data:`BUSY_OUTSIDE_SHARE` of them then: the stack's CPU weight holds a neighbour back
-    during the rounds, not its cache and memory traffic (beside ``busy-neighbor --level busy``
-    a closed loop read 0.79x of its quiet baseline while others took 0.15 of 2 cores)."""
+    :data:`MAX_TAKEN_SHARE` of them.
+
+    ``idle``: what other processes took while the test sent no load (runner_watch.outside_when_idle).
+    Where that is at least :data:`BUSY_OUTSIDE_SHARE` of the cores, the runner is busy whatever
+    its rounds read, and each round is given back the larger of what it lost and what the others
+    wanted: the stack's CPU weight holds a neighbour back during the rounds, not its cache and
+    memory traffic (beside ``busy-neighbor --level busy`` a closed loop read 0.612x-0.792x of its
+    quiet baseline while others took 0.15-0.16 of 2 cores, and wanted 0.59 left alone). Else
+    the runner was quiet when less than :data:`EXPLAINING_TAKEN_SHARE` of the cores were taken
+    on average during the rounds."""
     if not values or len(values) != len(taken):
         return None
     cores = max(c for _, c in taken)
-    quiet_rounds = sum(t for t, _ in taken) / len(taken) < EXPLAINING_TAKEN_SHARE * cores
-    if quiet_rounds and not busy_when_idle(idle):
+    if idle is not None and busy_when_idle(idle):
+        taken = [(max(t, idle[0]), c) for t, c in taken]
+    elif sum(t for t, _ in taken) / len(taken) < EXPLAINING_TAKEN_SHARE * cores:
         return None
     return scaled_up(values, taken)
 

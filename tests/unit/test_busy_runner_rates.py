@@ -89,21 +89,21 @@ def test_a_quiet_runner_is_judged_as_measured(monkeypatch: pytest.MonkeyPatch) -
 
 def test_a_neighbour_held_back_during_the_rounds_is_seen_with_no_load(monkeypatch: pytest.MonkeyPatch) -> None:
     # the example job beside busy-neighbor --level busy: others took 0.15 of 2 cores during a
-    # closed loop at 20x the CPU weight (0.79x of its quiet baseline), 1.0 with no load
-    monkeypatch.setattr(rounds, "outside_when_idle", lambda: (1.02, 2))
-    outcome = judged(SharedRunnerDriver(rps=7_000.0, outside=0.15), "rps >= 0.75x baseline")
+    # closed loop at 20x the CPU weight (0.612x of its quiet baseline), wanted 0.59 with no load
+    monkeypatch.setattr(rounds, "outside_when_idle", lambda: (0.59, 2))
+    outcome = judged(SharedRunnerDriver(rps=6_120.0, outside=0.15), "rps >= 0.8x baseline")
     assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.n_rounds == 0
     why = outcome.verdict.undecidable
-    assert "took 0.15 of the 2 cores on average" in why and "and 1.02 while the test sent no load" in why
-    assert "given back, rps would measure 0.75" in why and "within the budget" in why  # 0.70x x 2 / 1.85
+    assert "took 0.15 of the 2 cores on average" in why and "and wanted 0.59 while the test sent no load" in why
+    assert "given back, rps would measure 0.868x, within the budget" in why  # 0.612x x 2 / 1.41
     assert not undecided_fails(outcome.budget, outcome.verdict, "change")
 
 
-def test_a_held_back_neighbour_gives_back_only_what_it_took(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(rounds, "outside_when_idle", lambda: (1.02, 2))
-    outcome = judged(SharedRunnerDriver(rps=5_000.0, outside=0.15), "rps >= 0.75x baseline")
+def test_a_miss_beyond_what_a_held_back_neighbour_wanted_stays_red(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rounds, "outside_when_idle", lambda: (1.0, 2))
+    outcome = judged(SharedRunnerDriver(rps=3_000.0, outside=0.15), "rps >= 0.8x baseline")
     assert outcome.status is Status.FAIL
-    assert "given back, rps would measure 0.541x: the runner does not explain the miss" in outcome.verdict.note
+    assert "given back, rps would measure 0.600x: the runner does not explain the miss" in outcome.verdict.note
 
 
 def test_unknown_contention_explains_nothing() -> None:
@@ -132,3 +132,6 @@ def test_given_back_scales_each_round_by_the_cores_left() -> None:
     assert given_back([100.0], [(0.1, 2)]) is None, "0.05 of the cores: a quiet runner"
     assert given_back([100.0], [(1.8, 2)]) is None, "too little left to scale from"
     assert given_back([], []) is None
+    assert given_back([100.0], [(0.1, 2)], idle=(0.4, 2)) is None, "others wanted 0.2 of the cores: quiet"
+    wanted = given_back([100.0, 100.0], [(0.1, 2), (0.8, 2)], idle=(0.5, 2))
+    assert wanted == pytest.approx([100 * 2 / 1.5, 100 * 2 / 1.2]), "the larger of taken and wanted"
