@@ -307,7 +307,10 @@ def given_back(
         return None
     cores = max(c for _, c in taken)
     if idle is not None and busy_when_idle(idle):
-        taken = [(max(t, idle[0]), c) for t, c in taken]
+        # what others wanted, up to the most a round may lose and still be scaled: a runner
+        # busier than that is explained at least as well as one that busy
+        wanted = min(idle[0], MAX_TAKEN_SHARE * idle[1])
+        taken = [(max(t, wanted), c) for t, c in taken]
     elif sum(t for t, _ in taken) / len(taken) < EXPLAINING_TAKEN_SHARE * cores:
         return None
     return scaled_up(values, taken)

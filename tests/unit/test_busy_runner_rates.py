@@ -135,3 +135,5 @@ def test_given_back_scales_each_round_by_the_cores_left() -> None:
     assert given_back([100.0], [(0.1, 2)], idle=(0.4, 2)) is None, "others wanted 0.2 of the cores: quiet"
     wanted = given_back([100.0, 100.0], [(0.1, 2), (0.8, 2)], idle=(0.5, 2))
     assert wanted == pytest.approx([100 * 2 / 1.5, 100 * 2 / 1.2]), "the larger of taken and wanted"
+    heavy = given_back([100.0], [(0.1, 2)], idle=(1.8, 2))  # busy-neighbor --level heavy wants 1.8
+    assert heavy == pytest.approx([100 * 2 / 0.5]), "at most MAX_TAKEN_SHARE of the cores, never less"
