@@ -97,16 +97,12 @@ class TimedRounds:
         started: float,
         slower: Optional[SlowerMachine] = None,
         budget_slower: Optional[SlowerMachine] = None,
-        idle_watch: Optional[Callable[[], Optional[tuple[float, int]]]] = None,
     ) -> None:
         """``budgets``: the timed budgets (judged on rounds); ``read_costs``: read what the
         system under test spends around each round; ``notes``: the test's notes, to which a
         round measured again adds why; ``slower``: how much slower this machine measured than
         the stored baseline's (None: not slower, or no baseline); ``budget_slower``: than the
-        machine the absolute budgets were set on (None: not slower, or not said);
-        ``idle_watch``: what other processes take while the test sends no load (cores, of
-        cores; default runner_watch.outside_when_idle), read only where a rate missed on a
-        runner that looked quiet during its rounds."""
+        machine the absolute budgets were set on (None: not slower, or not said)."""
         self.test_id = test_id
         self.settings = settings
         self.budgets = list(budgets)
@@ -117,7 +113,6 @@ class TimedRounds:
         self._started = started
         self._slower = slower
         self._budget_slower = budget_slower
-        self._idle_watch = idle_watch
 
     def run(self, m: Measurement, rounds: Optional[int] = None) -> None:
         """The sequential procedure over interleaved rounds of ``m``; leaves the verdicts in ``m.verdicts``."""
@@ -329,7 +324,7 @@ class TimedRounds:
         why = f"{taken_text(known)} during its {len(known)} round(s)"
         if adjusted is None and scaled_up(candidate, known) is not None:
             # quiet during the rounds: or a neighbour the stack's CPU weight held back?
-            idle = (self._idle_watch or outside_when_idle)()
+            idle = outside_when_idle()  # what others take with no load of ours: 1 s, only here
             adjusted = given_back(candidate, known, idle)
             if adjusted is not None and idle is not None:
                 why += f", and wanted {idle[0]:.2f} while the test sent no load (given back where a round lost less)"

@@ -306,7 +306,8 @@ def given_back(
     if not values or len(values) != len(taken):
         return None
     cores = max(c for _, c in taken)
-    if idle is not None and busy_when_idle(idle):
+    if busy_when_idle(idle):
+        assert idle is not None
         # what others wanted, up to the most a round may lose and still be scaled: a runner
         # busier than that is explained at least as well as one that busy
         wanted = min(idle[0], MAX_TAKEN_SHARE * idle[1])
