@@ -107,6 +107,7 @@ class NodeCounter:
         #: runs as a plain clone, and the counted clone joins its namespace
         self.companion = companion
         self.companion_files = tuple(companion_files)
+        self._cores: list[int] | None = None
 
     def prepare(self) -> None:
         """Build the node's counting image now (before any load): ImageBuildError naming the node,
@@ -178,7 +179,7 @@ class NodeCounter:
             entrypoint=[TRACE_WRAPPER],
             command=[tool, OUTPUT_DIR, "--", *entrypoint, *command],
             stop_signal="SIGTERM",
-            cpuset_cpus=counting_core(node_cpuset, usable_cores(), serial),
+            cpuset_cpus=counting_core(node_cpuset, self._daemon_cores(), serial),
         )
         if pod is not None:  # a sidecar: in its pod root's network namespace
             options["network_mode"] = f"container:{pod.id}"
@@ -191,6 +192,17 @@ class NodeCounter:
             _remove(clone)
             raise
         return clone
+
+    def _daemon_cores(self) -> list[int]:
+        """The cores of the machine Docker runs containers on (its ``NCPU``; this process's own
+        cores when the daemon does not say): a remote daemon's may differ from ours."""
+        if self._cores is None:
+            try:
+                count = int(self.client.info().get("NCPU") or 0)
+            except (APIError, ValueError, TypeError):
+                count = 0
+            self._cores = list(range(count)) or usable_cores()
+        return self._cores
 
     def _wait_ready(self, clone: Container, deadline: float, pod: Container | None = None) -> str:
         """The clone's address (its pod root clone's for a sidecar) once its port accepts a connection."""
