@@ -5,7 +5,8 @@ the CPUs; a rate tuned on one machine sits above the knee of one half as fast. W
 :class:`~pytest_netperf.measure.load_options.CapacityShare` the gate measures, before the
 rounds, every series of the measurement in one closed-loop run over the shape's
 connections, and loads all of them in open loop at the share of the lowest capacity, so
-the sides of a comparison get the same rate and the slowest stays below its knee.
+the sides of a comparison get the same rate and the slowest stays below its knee. The
+capacity run warms a series up: its first round takes only the warmup of later rounds.
 
 A :class:`CapacityMemory` (one per session) keeps what was measured: a series measured again
 within :data:`CAPACITY_REUSE_S`, by the same driver from the same place with the same
@@ -25,8 +26,10 @@ from pytest_netperf.errors import DriverError, InvalidMeasurement
 from pytest_netperf.measure.load_options import CapacityShare
 from pytest_netperf.measure.model import Measurement, Series
 
-#: Seconds of the closed-loop capacity run (after the shape's warmup, at most 0.5 s).
-CAPACITY_RUN_S = 1.0
+#: Seconds of the closed-loop capacity run (after the shape's warmup, at most 0.5 s). Half a
+#: second holds thousands of requests even on a deep sidecar chain (600/s); the rate is a
+#: share of it, and the same chain's capacity moved 20-35% from run to run at 1 s as well.
+CAPACITY_RUN_S = 0.5
 #: Seconds a measured capacity is taken again for the same series instead of measuring anew.
 CAPACITY_REUSE_S = 120.0
 
@@ -98,6 +101,7 @@ def resolve_capacity_share(
                 f"({result.requests} requests, {result.error_count} errors): no capacity to take a share of"
             )
         capacities[series.label] = result.achieved_rps
+        series.warm = True
         if memory is not None:
             memory.remember(capacity_key(series), result.achieved_rps, by)
     lowest = min(capacities.values())

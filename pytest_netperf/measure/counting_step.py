@@ -9,13 +9,14 @@ that needed it end INVALID with that reason.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.measure.counting_pass import CountingPlan, count_tools, counting_problem
 from pytest_netperf.measure.model import BaselineLookup, CountedLookup, Measurement, Series
-from pytest_netperf.results.counted import counting_tool, parts_changed
+from pytest_netperf.results.counted import INSTRUCTIONS, counting_tool, parts_changed
 from pytest_netperf.runtime.resources import usable_cores
 from pytest_netperf.verdict.counted import evaluate_repetitions
 
@@ -51,6 +52,17 @@ class CountingStep:
                     wanted.setdefault(series.label, (series, set()))[1].add(metrics.tool_of(b.metric))
         return wanted
 
+    def pictured(self, m: Measurement) -> bool:
+        """Whether a budget of ``m`` can have the report's picture of call stacks: one on
+        instructions judged against a side measured in this run (a reference, the base twin;
+        report/cost_picture.py). Only then does the counting pass profile the stacks: an
+        absolute budget or a stored baseline gets no picture, and the profile is the longest
+        run of a pass (a callgrind pair; without it the tools count side by side)."""
+        return any(
+            metrics.tool_of(b.metric) == INSTRUCTIONS and m.applies(b) and m.judged_series(b) is not None
+            for b in self.budgets
+        )
+
     def prepare(self, m: Measurement) -> None:
         """Before any load: every series that will be counted has its counting image (built now)."""
         for series, _ in self.tools_by_series(m).values():
@@ -78,13 +90,14 @@ class CountingStep:
         if series.counting_error or series.counter is None or series.driver_instance is None:
             return
         self._progress(f"{self.test_id} [{m.key}] {series.label}: counting pass ({', '.join(tools)})")
+        plan = self.plan if self.pictured(m) else replace(self.plan, stacks=False)
         counted, errors = count_tools(
             series.counter,
             tools,
             series.driver_instance.run,
             series.url,
             series.shape,
-            self.plan,
+            plan,
             self._progress,
             parallel=len(usable_cores()) > 1,
         )

@@ -102,7 +102,8 @@ class Gate:
         capacities: Optional[CapacityMemory] = None,
     ) -> None:
         """``stacks``: the counting pass also profiles the instructions' call stacks (one
-        callgrind pair per side) for the HTML report's flame graph; ``baseline_slower``: how
+        callgrind pair per side) for the HTML report's flame graph, where a budget can have
+        one (measure/counting_step.py); ``baseline_slower``: how
         much slower this machine measured than the stored baseline's (its wall-clock misses
         are judged again with that speed given back, measure/speed_excuse.py);
         ``budget_slower``: than the machine the absolute budgets were set on (the same for

@@ -50,6 +50,9 @@ class Series:
     driver: str
     shape: LoadShape
     rounds: list[RoundResult] = field(default_factory=list)
+    #: A closed loop loaded the target just before the rounds (its capacity run): the first
+    #: round needs only the warmup of later rounds, for its new connections.
+    warm: bool = False
     #: Image -> digest of the containers behind the target (empty for a plain URL).
     images: dict[str, str] = field(default_factory=dict)
     #: The driver that measures this series.

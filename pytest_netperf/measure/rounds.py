@@ -451,7 +451,7 @@ class TimedRounds:
         shape = series.shape
         if turn_s is not None:  # read by the Rust driver (--turn, --turn-side)
             shape = replace(shape, extra={**shape.extra, "turn": f"{turn_s * 1000:g}ms", "turn_side": str(side)})
-        if series.rounds:  # warm already: the new connections only need to settle
+        if series.rounds or series.warm:  # warm already: the new connections only need to settle
             shape = replace(shape, warmup_s=min(shape.warmup_s, self.settings.round_warmup_s))
         if shape.rate and shape.arrival == "poisson":  # read by the Rust driver (--seed)
             shape = replace(shape, extra={**shape.extra, "seed": round_seed(series.label, len(series.rounds))})

@@ -3,9 +3,9 @@ stacks and functions per request, kept on the budget's row when the budget moved
 
 A budget moved when it FAILed (or was ACCEPTED), is INCONCLUSIVE, or its node's instructions
 per request changed by more than a count's resolution; a budget that held still gets no
-picture. Both sides need call stacks (the counting pass profiles them when an HTML report is
-written: measure/counting_pass.py), so a stored baseline, which keeps none unless it was
-recorded with one, gets none either.
+picture. Both sides need call stacks, measured in this run: the counting pass profiles them
+when an HTML report is written and a budget on instructions is judged against a reference or
+the base twin (measure/counting_step.py); an absolute budget or a stored baseline gets none.
 """
 
 from __future__ import annotations

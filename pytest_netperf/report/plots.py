@@ -285,13 +285,12 @@ def _percentile_curve(histogram: Any, points: int = 200) -> tuple[list[float], l
     count = histogram.get_total_count()
     # Do not draw beyond the resolution of the data: the top is 1 - 1/count.
     decades = max(1.0, min(5.0, math.log10(max(count, 10))))
-    xs, ys = [], []
-    for i in range(points + 1):
-        odds = 10 ** (decades * i / points)
-        percentile = 100.0 * (1.0 - 1.0 / odds)
-        xs.append(odds)
-        ys.append(histogram.get_value_at_percentile(percentile) / 1e6)
-    return xs, ys
+    xs = [10 ** (decades * i / points) for i in range(points + 1)]
+    percentiles = [100.0 * (1.0 - 1.0 / odds) for odds in xs]
+    # one pass over the counts for all the points (a query per point scans them each time:
+    # 2.4 s a test of two series here, half of a short gate's time)
+    values = histogram.get_percentile_to_value_dict(percentiles)
+    return xs, [(values[p] if p in values else histogram.get_value_at_percentile(p)) / 1e6 for p in percentiles]
 
 
 def _odds(percentile: float) -> float:

@@ -66,7 +66,7 @@ def test_a_share_of_the_lowest_capacity_loads_every_side_at_one_rate() -> None:
     m = g.compare(HEAD, REF, rate="25%", connections=8)
     probes = [(url, s) for url, s in driver.shapes if s.rate is None]
     assert [url for url, _ in probes] == [HEAD, REF]
-    assert all(s.connections == 8 and s.duration_s == 1.0 for _, s in probes)
+    assert all(s.connections == 8 and s.duration_s == 0.5 for _, s in probes)
     assert not any("realtime" in s.extra for _, s in probes), "a real-time closed loop would starve the target"
     assert all(s.extra.get("realtime") for _, s in driver.shapes if s.rate is not None)
     assert {s.rate for _, s in driver.shapes if s.rate is not None} == {500.0}
@@ -126,3 +126,35 @@ def test_shares_parse(given: str) -> None:
 def test_a_bad_share_names_the_value(given: str) -> None:
     with pytest.raises(LoadOptionError, match=rf"rate={given!r}: expected a number of requests/s > 0, or a share"):
         check_load_option("rate", "rate", given)
+
+
+def test_a_capacity_run_warms_the_series_its_first_round_takes_the_round_warmup() -> None:
+    driver = CapacityDriver({HEAD: 2000.0, REF: 3000.0})
+    settings = GateSettings(
+        rounds_min=2, rounds_max=2, round_duration_s=0.1, warmup_s=1.0, round_warmup_s=0.1, realtime=True
+    )
+    g = Gate("t.py::t", [parse_budget("p50 <= 1.5x reference")], settings, driver_factory=lambda _n, _r: driver)
+    g.compare(HEAD, REF, rate="25%", connections=8)
+    opened = [s.warmup_s for _, s in driver.shapes if s.rate is not None]
+    assert opened == [0.1] * 4, "the capacity run warmed both sides: no round needs the first warmup"
+    memory = CapacityMemory()
+    g = Gate(
+        "t.py::t2",
+        [parse_budget("p50 <= 1.5x reference")],
+        settings,
+        driver_factory=lambda _n, _r: driver,
+        capacities=memory,
+    )
+    g.compare(HEAD, REF, rate="25%", connections=8)
+    driver.shapes.clear()
+    g2 = Gate(
+        "t.py::t3",
+        [parse_budget("p50 <= 1.5x reference")],
+        settings,
+        driver_factory=lambda _n, _r: driver,
+        capacities=memory,
+    )
+    g2.compare(HEAD, REF, rate="50%", connections=8)
+    firsts = [s.warmup_s for _, s in driver.shapes][:2]
+    assert not [s for _, s in driver.shapes if s.rate is None], "the capacities were taken from memory"
+    assert firsts == [1.0, 1.0], "a capacity taken from memory loaded nothing now: the first rounds warm up in full"

@@ -242,6 +242,25 @@ def test_rounds_plot_is_a_png_with_content(tmp_path: Path) -> None:
     assert pixels[..., :3].std() > 0.05  # not a blank canvas
 
 
+def test_percentile_curve_reads_each_point_as_a_query_of_its_own_would() -> None:
+    """The curve is read in one pass over the counts; every point is the value a query of
+    that percentile alone returns (the lowest one's too)."""
+    import random
+
+    from pytest_netperf.report.plots import _percentile_curve
+    from pytest_netperf.results.histogram import new_histogram
+
+    histogram = new_histogram()
+    rng = random.Random(5)
+    for _ in range(20_000):
+        histogram.record_value(int(rng.lognormvariate(12.5, 0.6)))
+    xs, ys = _percentile_curve(histogram, points=60)
+    assert len(xs) == len(ys) == 61 and xs[0] == 1.0
+    for odds, value in zip(xs, ys, strict=True):
+        assert value == histogram.get_value_at_percentile(100.0 * (1.0 - 1.0 / odds)) / 1e6
+    assert ys == sorted(ys) and ys[0] < ys[-1]
+
+
 def test_depth_plot_needs_depth_series(tmp_path: Path) -> None:
     assert plot_latency_by_depth({"candidate": make_rounds(3)}, tmp_path / "d.png") is None
     series = {
