@@ -350,7 +350,8 @@ class TimedRounds:
         again = self._evaluate(m, b, adjusted, against, *look)
         figure = f"given back, {b.metric} would measure {b.format_value(again.estimate)}"
         if again.status is Status.PASS or (again.status is Status.INCONCLUSIVE and b.satisfied_by(again.estimate)):
-            return undecided_on_this_runner(b, f"{why}; {figure}, within the budget", self.settings.confidence, busy)
+            within = f"{why}; {figure}, within the budget"
+            return undecided_on_this_runner(b, within, self.settings.confidence, busy, measured=verdict)
         note = f"{why}; {figure}: {unexplained}"
         return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
 

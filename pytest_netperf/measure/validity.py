@@ -141,24 +141,28 @@ def left_out_note(metric: str, spoiled: dict[int, Disturbance], rounds: int) -> 
     return f"{len(spoiled)} of {rounds} round(s) left out of {metric}: {last.describe()}"
 
 
-def undecided_on_this_runner(budget: Budget, why: str, confidence: float, busy: bool = True) -> stats.Verdict:
+def undecided_on_this_runner(
+    budget: Budget, why: str, confidence: float, busy: bool = True, measured: Optional[stats.Verdict] = None
+) -> stats.Verdict:
     """The INCONCLUSIVE verdict of a budget the busy runner left fewer than
     :data:`MIN_KEPT_ROUNDS` rounds to judge on, or whose miss the runner explains (``why``
-    says how; ``busy`` False: not its neighbours but its speed): undecided here, said in
-    words, never a verdict on the change."""
+    says how; ``busy`` False: not its neighbours but its speed; ``measured``: the verdict on
+    the rounds as measured, whose figure, interval and rounds it shows): undecided here, said
+    in words, never a verdict on the change (``excused``)."""
     nan = math.nan
     lead = f"this runner was too busy to measure {budget.metric}: " if busy else ""
     return stats.Verdict(
         budget=budget,
         status=Status.INCONCLUSIVE,
-        estimate=nan,
-        ci_low=nan,
-        ci_high=nan,
+        estimate=measured.estimate if measured is not None else nan,
+        ci_low=measured.ci_low if measured is not None else nan,
+        ci_high=measured.ci_high if measured is not None else nan,
         threshold=budget.threshold,
-        n_rounds=0,
-        p_value=nan,
-        method="not judged",
+        n_rounds=measured.n_rounds if measured is not None else 0,
+        p_value=nan,  # out of the Holm family: no test of the change was made
+        method=measured.method if measured is not None else "not judged",
         confidence=confidence,
+        excused=True,
         undecidable=(f"{lead}{why}; undecided on this runner, not a verdict on the change"),
     )
 

@@ -186,6 +186,7 @@ def row_for_outcome(outcome: BudgetOutcome, gate: Gate) -> ReportRow:
             "method": str(v.method),
             "mde": _plain(v.mde),
             "exact": bool(v.exact),
+            "excused": bool(v.excused),
         }
     return ReportRow(
         test_id=_test_label(gate.test_id, outcome.measurement),

@@ -49,8 +49,8 @@ def undecided_fails(budget: Budget, verdict: Optional[Verdict], policy: str) -> 
         return False
     if verdict is None:
         return True  # no estimate at all: nothing says the budget holds
-    if verdict.n_rounds == 0 and verdict.undecidable:
-        return False  # the runner left no round to judge (the note says so): nothing says it fails
+    if verdict.excused:
+        return False  # the runner left too few rounds, or explains the miss (the note says so)
     outside = not budget.satisfied_by(verdict.estimate)
     if policy == "estimate" or math.isnan(verdict.p_change):
         return outside

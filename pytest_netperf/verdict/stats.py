@@ -79,6 +79,10 @@ class Verdict:
     #: Why this INCONCLUSIVE budget cannot be decided within the maximum rounds on this
     #: runner (with the smallest change it could decide), or empty.
     undecidable: str = ""
+    #: The runner's state (too few rounds its neighbours left, or a miss its load or speed
+    #: explains) leaves this INCONCLUSIVE budget undecided here: never red under the default
+    #: policy, whatever its estimate (measure/validity.py).
+    excused: bool = False
 
     @property
     def passed(self) -> bool:

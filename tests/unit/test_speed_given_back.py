@@ -74,7 +74,8 @@ def judged(driver: SteadyDriver, budget: str, slower: Optional[SlowerMachine]) -
 def test_a_rate_miss_the_slowdown_explains_is_undecided_on_this_runner() -> None:
     # 0.66x of a baseline recorded while the host calibrated 1.4x faster: 0.92x given back
     outcome = judged(SteadyDriver(rps=6_600.0), "rps >= 0.7x baseline", SlowerMachine(1.4, FIGURES))
-    assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.n_rounds == 0
+    assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.excused
+    assert outcome.verdict.n_rounds == 6 and round(outcome.verdict.estimate, 2) == 0.66  # as measured
     why = outcome.verdict.undecidable
     assert why.startswith("this machine measured 1.40x slower than the baseline's (calibration 50 ms vs 70 ms here)")
     assert "given back, rps would measure 0.924x, within the budget" in why
@@ -173,7 +174,9 @@ def test_an_absolute_latency_miss_the_slowdown_explains_is_undecided() -> None:
     )
     gate.measure(URL)
     (outcome,) = gate.finish()
-    assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.n_rounds == 0
+    assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.excused and outcome.verdict.n_rounds == 6
+    assert outcome.verdict.estimate > 600_000, "the row shows the median as measured, above the budget"
+    assert "inconclusive after 6 rounds" in " ".join(outcome.notes)
     why = outcome.verdict.undecidable
     assert why.startswith(
         "this machine measured 1.40x slower than the machine the budgets were set on "
