@@ -228,7 +228,7 @@ class TimedRounds:
         else:
             busy = {i: why for i, why in m.busy_rounds(also=None if together else other).items() if i not in skip}
         if busy and contention_matters(b, other is not None, together):
-            verdict = self._judge_quiet_rounds(m, b, skip, busy, look, even_pairs)
+            verdict = self._judge_quiet_rounds(m, b, skip, busy, look, even_pairs, measured=verdict)
         if verdict.status is not Status.PASS and verdict.n_rounds and explains_rates(b, other is not None):
             verdict = self._judge_given_back(m, b, skip, verdict, look)
         # as a machine of the baseline's speed, then of the budgets' machine's, would have
@@ -257,20 +257,21 @@ class TimedRounds:
         busy: dict[int, str],
         look: tuple[int, int, Optional[int]],
         even_pairs: bool = False,
+        measured: Optional[stats.Verdict] = None,
     ) -> stats.Verdict:
         """A wall-clock budget a busy runner can make miss (validity.contention_matters) that did
         not pass, judged again without the rounds measured while the runner was busy (or, for a
         rate against a side measured in turns, ``even_pairs``: without the pairs of rounds
         whose turns met different neighbours): the rounds left decide, and with fewer than
         :data:`MIN_KEPT_ROUNDS` of them it is undecided on this runner (never a FAIL the
-        neighbours may have caused)."""
+        neighbours may have caused), showing ``measured``, its verdict on every round."""
         total = len(m.candidate.rounds)
         last = busy[max(busy)]
         kind = "whose two turns met different neighbours" if even_pairs else "measured while the runner was busy"
         why = f"{len(busy)} of {total} round(s) {kind} ({last})"
         if total - len(skip) - len(busy) < MIN_KEPT_ROUNDS:
             unexplained = self._judge_unexplained_miss(m, b, skip, look, why) if even_pairs else None
-            return unexplained or undecided_on_this_runner(b, why, self.settings.confidence)
+            return unexplained or undecided_on_this_runner(b, why, self.settings.confidence, measured=measured)
         verdict = self._judge(m, b, skip | set(busy), *look)
         rest = "alike-contended rounds" if even_pairs else "quiet rounds"
         note = f"judged on the {rest}: {why} left out"
