@@ -229,7 +229,7 @@ class TimedRounds:
             busy = {i: why for i, why in m.busy_rounds(also=None if together else other).items() if i not in skip}
         if busy and contention_matters(b, other is not None, together):
             verdict = self._judge_quiet_rounds(m, b, skip, busy, look, even_pairs, measured=verdict)
-        if verdict.status is not Status.PASS and verdict.n_rounds and explains_rates(b, other is not None):
+        if verdict.status is not Status.PASS and not verdict.excused and explains_rates(b, other is not None):
             verdict = self._judge_given_back(m, b, skip, verdict, look)
         # as a machine of the baseline's speed, then of the budgets' machine's, would have
         # measured it, at most (measure/speed_excuse.py)
@@ -238,7 +238,7 @@ class TimedRounds:
             (self._budget_slower if explains_budget_speed(b) else None, True),
         )
         for slower, budgets_machine in excuses:
-            if slower is None or verdict.status is Status.PASS or not verdict.n_rounds:
+            if slower is None or verdict.status is Status.PASS or verdict.excused:
                 continue
             candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
             if budgets_machine:

@@ -17,6 +17,7 @@ from pytest_netperf.measure import runner_watch
 from pytest_netperf.measure.gate import Gate
 from pytest_netperf.measure.gate_settings import GateSettings
 from pytest_netperf.measure.outcomes import BudgetOutcome
+from pytest_netperf.measure.speed_excuse import SlowerMachine
 from pytest_netperf.measure.validity import contention_matters, judged_on_even_pairs, runner_busy, unevenly_busy
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.results.runner import RunnerState
@@ -222,3 +223,15 @@ def test_a_throughput_miss_the_neighbours_could_explain_stays_undecided() -> Non
     # 5,000 x 2 / (2 - 0.9) = 9,091 at most: 0.91x, within the budget of 0.7x
     outcome = rate_in_turns(5_000.0, {"candidate": 0.9, "reference": 0.05})
     assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.excused, outcome.verdict
+
+
+def test_a_budget_left_undecided_by_busy_rounds_is_not_judged_again_for_the_machines_speed() -> None:
+    """Busy in every round and on a slower machine: the busy rounds leave it undecided, and the
+    speed excuse (a later step) leaves that verdict alone: no second reason, no "does not
+    explain" note on a budget already undecided (a 3 ms median is far beyond 1.4x of 1 ms)."""
+    slower = SlowerMachine(1.4, "calibration 50 ms there vs 70 ms here", "the machine the budgets were set on")
+    outcome = six_rounds_judged(NeighbourDriver(busy=set(range(1, 7))), "p50 < 1ms", url=URL, budget_slower=slower)
+    assert outcome.status is Status.INCONCLUSIVE and outcome.verdict.excused
+    assert outcome.verdict.undecidable.startswith("this runner was too busy to measure p50: 6 of 6 round(s)")
+    assert "does not explain" not in outcome.verdict.note and "1.40x slower" not in outcome.verdict.undecidable
+    assert not undecided_fails(outcome.budget, outcome.verdict, "change")
