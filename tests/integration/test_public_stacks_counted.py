@@ -108,12 +108,17 @@ def assert_green(result: pytest.RunResult, by_budget: dict[str, dict], counted: 
         notes = " ".join(row["notes"])
         if "depend on timing" not in notes:
             assert 0.97 < row["raw"]["estimate"] < 1.03, row
-        else:
+        elif row["verdict"] == "PASS":
             # A count that moved between repetitions (periodic work, reads split by timing) is
-            # judged on an interval widened by that spread: PASS or undecided, its ratio no
-            # further from 1 than the spread allows (0.956x, a PASS, with repetitions 2.0-2.4%
-            # apart, beside another counted test)
+            # judged on an interval widened by that spread: a PASS no further from 1 than the
+            # spread allows (0.956x with repetitions 2.0-2.4% apart, beside another counted test)
             assert 0.9 < row["raw"]["estimate"] < 1.1, row
+        else:
+            # or undecided, its interval holding no change: the gate's honest answer where one
+            # repetition caught periodic work the other did not (a CI run beside busy-neighbor
+            # --level light and another counted test: HAProxy's health checks and resolvers
+            # moved one side's repetitions 53.8% apart, 0.789x [0.375x, 1.541x] INCONCLUSIVE)
+            assert row["raw"]["ci_low"] <= 1.0 <= row["raw"]["ci_high"], row
     assert by_budget["errors == 0"]["verdict"] == "PASS"
 
 
