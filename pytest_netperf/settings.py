@@ -47,7 +47,8 @@ SETTING_HELP: dict[str, str] = {
     f"is kept and left out of the budgets it spoils (default {defaults.SATURATED_ROUND_RETRIES})",
     "round_duration_s": f"measured seconds per round (default {defaults.ROUND_DURATION_S:g})",
     "warmup_s": "warmup seconds before a target's first round of a measurement, excluded from results "
-    f'(default {defaults.WARMUP_S:g}; after a rate="N%" capacity run, the round warmup)',
+    f"(default {defaults.WARMUP_S:g}; after the capacity run of a rate that is a share of the capacity, "
+    "the round warmup)",
     "round_warmup_s": "warmup seconds of every later round, when the connections are opened again "
     f"(default {defaults.ROUND_WARMUP_S:g}; at most the warmup)",
     "confidence": f"confidence level of the verdicts (default {defaults.CONFIDENCE:g})",

@@ -49,3 +49,12 @@ def test_a_bad_value_names_the_option_or_ini_key_the_user_wrote(
     errors = result.stderr.str()
     assert not any(name in errors for name in INTERNAL_NAMES), errors
     assert result.ret == pytest.ExitCode.USAGE_ERROR
+
+
+def test_help_lists_every_option_with_its_text(pytester: pytest.Pytester) -> None:
+    """``pytest --help`` formats every option's help (argparse reads ``%`` in it as a format:
+    a ``rate="N%"`` in one help text once broke ``--help`` for the whole plugin)."""
+    result = pytester.runpytest("--help")
+    assert result.ret == 0, result.stderr.str()[-2000:]
+    out = result.stdout.str()
+    assert "--netperf-warmup=" in out and "--netperf-base=" in out and "netperf_round_warmup" in out
