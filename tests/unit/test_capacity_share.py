@@ -128,33 +128,24 @@ def test_a_bad_share_names_the_value(given: str) -> None:
         check_load_option("rate", "rate", given)
 
 
-def test_a_capacity_run_warms_the_series_its_first_round_takes_the_round_warmup() -> None:
-    driver = CapacityDriver({HEAD: 2000.0, REF: 3000.0})
+def warming_gate(driver: CapacityDriver, name: str, capacities: CapacityMemory | None = None) -> Gate:
+    """A gate whose first round warms up 1 s and every later round 0.1 s."""
     settings = GateSettings(
         rounds_min=2, rounds_max=2, round_duration_s=0.1, warmup_s=1.0, round_warmup_s=0.1, realtime=True
     )
-    g = Gate("t.py::t", [parse_budget("p50 <= 1.5x reference")], settings, driver_factory=lambda _n, _r: driver)
-    g.compare(HEAD, REF, rate="25%", connections=8)
+    budgets = [parse_budget("p50 <= 1.5x reference")]
+    return Gate(f"t.py::{name}", budgets, settings, driver_factory=lambda _n, _r: driver, capacities=capacities)
+
+
+def test_a_capacity_run_warms_the_series_its_first_round_takes_the_round_warmup() -> None:
+    driver = CapacityDriver({HEAD: 2000.0, REF: 3000.0})
+    warming_gate(driver, "t").compare(HEAD, REF, rate="25%", connections=8)
     opened = [s.warmup_s for _, s in driver.shapes if s.rate is not None]
     assert opened == [0.1] * 4, "the capacity run warmed both sides: no round needs the first warmup"
     memory = CapacityMemory()
-    g = Gate(
-        "t.py::t2",
-        [parse_budget("p50 <= 1.5x reference")],
-        settings,
-        driver_factory=lambda _n, _r: driver,
-        capacities=memory,
-    )
-    g.compare(HEAD, REF, rate="25%", connections=8)
+    warming_gate(driver, "t2", memory).compare(HEAD, REF, rate="25%", connections=8)
     driver.shapes.clear()
-    g2 = Gate(
-        "t.py::t3",
-        [parse_budget("p50 <= 1.5x reference")],
-        settings,
-        driver_factory=lambda _n, _r: driver,
-        capacities=memory,
-    )
-    g2.compare(HEAD, REF, rate="50%", connections=8)
+    warming_gate(driver, "t3", memory).compare(HEAD, REF, rate="50%", connections=8)
     firsts = [s.warmup_s for _, s in driver.shapes][:2]
     assert not [s for _, s in driver.shapes if s.rate is None], "the capacities were taken from memory"
     assert firsts == [1.0, 1.0], "a capacity taken from memory loaded nothing now: the first rounds warm up in full"
