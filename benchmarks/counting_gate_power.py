@@ -40,7 +40,7 @@ stood up before, with no neighbour). The default is ``idle,busy,heavy:2``.
 
 Usage: python benchmarks/counting_gate_power.py [--gates 40] [--proxies nginx,nginx-ka,haproxy:10,envoy:5]
        [--budget 1.005] [--repetitions 3] [--low 200] [--high 1000] [--both-tools]
-       [--neighbour idle,busy,heavy:2] [--neighbour-seconds 7200] [--neighbour-seed 1]
+       [--neighbour idle,busy,heavy:2] [--neighbour-seconds 7200] [--neighbour-seed 1] [--kinds A/A,change]
 Needs Docker, the local images (`netperf images build`) and Debian's apt for the counting images.
 Everything started is removed.
 """
@@ -242,8 +242,17 @@ def cost_of(running: RunningTopology, case: Case, plan: CountingPlan, both_tools
     host = endpoint.host_header
     shape = LoadShape(headers=(("Host", host),) if host else (), tls=endpoint.tls)
     tools = ["instructions", "syscalls"] if both_tools else [case.tool]
-    costs = run_counting_pass(endpoint.counter, tools, RustDriver().run, endpoint.url, shape, plan, parallel=both_tools)
+    costs = run_counting_pass(
+        endpoint.counter, tools, RustDriver().run, endpoint.url, shape, plan, progress=say_recounts, parallel=both_tools
+    )
     return costs[case.tool]
+
+
+def say_recounts(message: str) -> None:
+    """Prints the pass's progress lines that say a repetition was counted again (its two runs
+    counted different numbers of processes); the rest are left out."""
+    if message.endswith("counted again"):
+        print(f"  {message}", flush=True)
 
 
 @dataclass(frozen=True)
@@ -255,6 +264,17 @@ class Outcome:
     estimate: float
     spread: float
     seconds: float
+
+
+def uneven_note(base: CountedCost, head: CountedCost) -> str:
+    """`` uneven processes: head repetition 2: 3 and 2`` where a side's two runs of a repetition
+    still counted different numbers of processes after the pass's recounts, else ""."""
+    found = [
+        f"{side} repetition {index}: {low} and {high}"
+        for side, cost in (("base", base), ("head", head))
+        for index, low, high in cost.uneven_processes
+    ]
+    return f" uneven processes: {', '.join(found)}" if found else ""
 
 
 def run_gate(
@@ -279,8 +299,12 @@ def run_gate(
     line = (
         f"{verdict.status} {verdict.estimate:.4f}x [{verdict.ci_low:.4f}, {verdict.ci_high:.4f}] "
         f"base {base.median:,.1f} head {head.median:,.1f} spread {spread:.2%} {seconds:.1f}s"
+        f"{uneven_note(base, head)}"
     )
     return Outcome(status, undecided, verdict.estimate, spread, seconds), line
+
+
+GATE_KINDS = {"A/A": "a2", "change": "b"}  # a gate kind and the stack it compares with ``a``
 
 
 def run_proxy(
@@ -292,13 +316,14 @@ def run_proxy(
     args: argparse.Namespace,
     labelled: bool,
 ) -> dict[str, list[Outcome]]:
-    """``gates`` A/A and change gates of one proxy beside ``neighbour`` (running)."""
+    """``gates`` gates of each of ``args.kinds`` (A/A, change) of one proxy beside ``neighbour`` (running)."""
     plan = CountingPlan(low=args.low, high=args.high, repetitions=args.repetitions)
     budget = parse_budget(case.budget)
-    outcomes: dict[str, list[Outcome]] = {"A/A": [], "change": []}
     prefix = f"[{neighbour.scenario.name}] " if labelled else ""
+    kinds = [(scenario, candidate) for scenario, candidate in GATE_KINDS.items() if scenario in args.kinds]
+    outcomes: dict[str, list[Outcome]] = {scenario: [] for scenario, _ in kinds}
     for gate in range(gates):
-        for scenario, candidate in (("A/A", "a2"), ("change", "b")):
+        for scenario, candidate in kinds:
             if neighbour.ensure_running():
                 print(f"busy-neighbor {neighbour.scenario.name}: its --seconds ran out; started again", flush=True)
             outcome, line = run_gate(budget, stacks, candidate, case, plan, args.both_tools)
@@ -350,8 +375,16 @@ def main() -> None:
     parser.add_argument(
         "--both-tools", action="store_true", help="count instructions and system calls side by side in every pass"
     )
+    parser.add_argument(
+        "--kinds",
+        type=lambda text: [kind.strip() for kind in text.split(",")],
+        default=list(GATE_KINDS),
+        help="gate kinds, a comma list of A/A and change (default both; A/A alone where only false reds are asked)",
+    )
     add_neighbour_options(parser, "beside every proxy's gates", default=MATRIX)
     args = parser.parse_args()
+    if not args.kinds or set(args.kinds) - set(GATE_KINDS):
+        parser.error(f"--kinds takes a comma list of {', '.join(GATE_KINDS)}, not {','.join(args.kinds)!r}")
     known = cases(args.budget)
     try:
         neighbours = parse_scenarios(args.neighbour)

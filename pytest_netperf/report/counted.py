@@ -96,6 +96,13 @@ def timing_note(cost: CountedCost, label: str) -> str:
             f"{name} {low:,.{decimals}f} to {high:,.{decimals}f}" for name, (low, high) in cost.varying.items()
         )
         text += f"; the {tool.parts} that moved: {moved}"
+    uneven = cost.uneven_processes
+    if uneven:
+        runs = ", ".join(f"repetition {index}: {low} and {high}" for index, low, high in uneven)
+        text += (
+            f"; its runs counted different numbers of processes ({runs}), so a process's start-up and exit "
+            "did not cancel"
+        )
     return text
 
 

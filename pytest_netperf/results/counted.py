@@ -125,6 +125,8 @@ class CountedCost:
     #: instructions per request by folded call stack ``root;…;leaf`` (the heaviest, the rest as
     #: one ``[other stacks]``); empty when no profiling run gave stacks
     stacks: Mapping[str, float] = field(default_factory=dict)
+    #: the processes each repetition's (smaller, larger) run counted; empty where not recorded
+    processes: tuple[tuple[int, int], ...] = ()
 
     @property
     def median(self) -> float:
@@ -152,6 +154,7 @@ class CountedCost:
             "seconds": self.seconds,
             "varying": {name: list(span) for name, span in self.varying.items()},
             "stacks": dict(self.stacks),
+            "processes": [list(pair) for pair in self.processes],
         }
 
     @classmethod
@@ -171,7 +174,18 @@ class CountedCost:
                 if isinstance(v, (list, tuple)) and len(v) == 2
             },
             stacks={str(k): float(v) for k, v in dict(doc.get("stacks") or {}).items()},
+            processes=tuple(
+                (int(pair[0]), int(pair[1]))
+                for pair in doc.get("processes") or ()
+                if isinstance(pair, (list, tuple)) and len(pair) == 2
+            ),
         )
+
+    @property
+    def uneven_processes(self) -> list[tuple[int, int, int]]:
+        """(repetition from 1, processes of its smaller run, of its larger run) where the two
+        differ: a process counted in one run alone, whose start-up and exit did not cancel."""
+        return [(index, low, high) for index, (low, high) in enumerate(self.processes, 1) if low != high]
 
 
 def marginal(node: str, pairs: Sequence[tuple[CountedRun, CountedRun]]) -> CountedCost:
@@ -200,6 +214,7 @@ def marginal(node: str, pairs: Sequence[tuple[CountedRun, CountedRun]]) -> Count
         stacks=heaviest(
             marginal_stacks([(low.stacks, high.stacks, high.requests - low.requests) for low, high in pairs])
         ),
+        processes=tuple((low.processes, high.processes) for low, high in pairs),
     )
 
 

@@ -26,7 +26,7 @@ from pytest_netperf.measure.counting_pass import (
     exact_shape,
     run_counting_pass,
 )
-from pytest_netperf.report.counted import counted_fact, counted_notes
+from pytest_netperf.report.counted import counted_fact, counted_notes, timing_note
 from pytest_netperf.results.counted import CountedCost, CountedRun, changed_most, marginal
 from pytest_netperf.results.model import RoundResult
 from pytest_netperf.runtime.trace_output import (
@@ -307,6 +307,65 @@ def test_a_count_below_any_requests_work_is_an_error_not_a_small_cost(per_reques
         run_counting_pass(
             _LinearServer(per_request), ["instructions"], run, "http://172.18.0.3:8000/x", LoadShape(), plan
         )
+
+
+class _ExtraProcessServer(_LinearServer):
+    """The linear server whose first ``uneven`` runs of 200 requests count one process more
+    (its start-up and exit: 400,000 instructions) than the runs of 1000 do."""
+
+    def __init__(self, uneven: int) -> None:
+        super().__init__()
+        self.uneven = uneven
+
+    @contextmanager
+    def clone(self, tool: str, time_limit_s: float) -> Iterator[_LinearClone]:
+        with super().clone(tool, time_limit_s) as clone:
+            yield _ExtraProcessClone(self, tool, clone.ready_at)
+
+
+class _ExtraProcessClone(_LinearClone):
+    server: _ExtraProcessServer
+
+    def counts(self, requests: int) -> CountedRun:
+        run = replace(super().counts(requests), processes=2)
+        if requests == 200 and self.server.uneven > 0:
+            self.server.uneven -= 1
+            return replace(run, total=run.total + 400_000, processes=3)
+        return run
+
+
+@pytest.mark.parametrize(("uneven", "runs", "per_request"), [(1, 6, (2_000.0, 2_000.0)), (3, 8, (1_500.0, 2_000.0))])
+def test_a_repetition_whose_runs_counted_different_processes_is_counted_again(
+    uneven: int, runs: int, per_request: tuple[float, ...]
+) -> None:
+    """An extra process in one run (a worker started again, a master counted once more) adds its
+    start-up to that run alone: the repetition is counted again, at most twice more, and where
+    its runs still differ the note says so beside the spread it caused."""
+    server = _ExtraProcessServer(uneven)
+    said: list[str] = []
+
+    def run(url: str, shape: LoadShape) -> RoundResult:
+        return make_round(rps=int(shape.extra["requests"]) / 5, url=url)
+
+    plan = CountingPlan(low=200, high=1000, repetitions=2, time_limit_s=60.0)
+    cost = run_counting_pass(server, ["instructions"], run, "http://h:1/x", LoadShape(), plan, progress=said.append)[
+        "instructions"
+    ]
+    assert len(server.calls) == runs
+    assert cost.per_request == per_request
+    assert "counting pass gw instructions repetition 1/2: its runs counted 3 and 2 processes; counted again" in said
+    assert cost.processes[1] == (2, 2)
+    note = timing_note(cost, "candidate")
+    if uneven > 2:  # still uneven after two recounts: kept, and named
+        assert cost.processes[0] == (3, 2)
+        assert said[2] == "counting pass gw instructions repetition 1/2: 0.0s, 3 and 2 processes"
+        assert note.endswith(
+            "its runs counted different numbers of processes (repetition 1: 3 and 2), so a process's start-up "
+            "and exit did not cancel"
+        )
+    else:
+        assert "different numbers of processes" not in note
+    assert CountedCost.from_dict(json.loads(json.dumps(cost.to_dict()))) == cost
 
 
 def test_a_clone_that_answered_fewer_requests_is_an_error_and_is_removed() -> None:
