@@ -269,11 +269,7 @@ class Outcome:
 def uneven_note(base: CountedCost, head: CountedCost) -> str:
     """`` uneven processes: head repetition 2: 3 and 2`` where a side's two runs of a repetition
     still counted different numbers of processes after the pass's recounts, else ""."""
-    found = [
-        f"{side} repetition {index}: {low} and {high}"
-        for side, cost in (("base", base), ("head", head))
-        for index, low, high in cost.uneven_processes
-    ]
+    found = [f"{side} {cost.uneven_runs}" for side, cost in (("base", base), ("head", head)) if cost.uneven_runs]
     return f" uneven processes: {', '.join(found)}" if found else ""
 
 

@@ -96,12 +96,10 @@ def timing_note(cost: CountedCost, label: str) -> str:
             f"{name} {low:,.{decimals}f} to {high:,.{decimals}f}" for name, (low, high) in cost.varying.items()
         )
         text += f"; the {tool.parts} that moved: {moved}"
-    uneven = cost.uneven_processes
-    if uneven:
-        runs = ", ".join(f"repetition {index}: {low} and {high}" for index, low, high in uneven)
+    if cost.uneven_runs:
         text += (
-            f"; its runs counted different numbers of processes ({runs}), so a process's start-up and exit "
-            "did not cancel"
+            f"; its runs counted different numbers of processes ({cost.uneven_runs}), so a process's start-up "
+            "and exit did not cancel"
         )
     return text
 

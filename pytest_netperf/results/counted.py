@@ -182,10 +182,15 @@ class CountedCost:
         )
 
     @property
-    def uneven_processes(self) -> list[tuple[int, int, int]]:
-        """(repetition from 1, processes of its smaller run, of its larger run) where the two
-        differ: a process counted in one run alone, whose start-up and exit did not cancel."""
-        return [(index, low, high) for index, (low, high) in enumerate(self.processes, 1) if low != high]
+    def uneven_runs(self) -> str:
+        """``repetition 1: 3 and 2``: the repetitions whose smaller and larger runs counted
+        different numbers of processes (one counted in one run alone: its start-up and exit did
+        not cancel), or "" when none did."""
+        return ", ".join(
+            f"repetition {index}: {low} and {high}"
+            for index, (low, high) in enumerate(self.processes, 1)
+            if low != high
+        )
 
 
 def marginal(node: str, pairs: Sequence[tuple[CountedRun, CountedRun]]) -> CountedCost:
