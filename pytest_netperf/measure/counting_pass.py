@@ -25,6 +25,16 @@ What equal lives cannot cancel (a timer's phase: at most one firing per run) sti
 spread between repetitions, which the verdict reads (verdict/counted.py) and the notes name,
 with the functions or system calls that moved (report/counted.py).
 
+The sides of a comparison (the candidate and the base revision's twin, or another path) are
+counted in turn, repetition by repetition, in the order A B B A A B ... (:func:`count_sides`),
+as the timed rounds are: what changes on the machine during the pass (a neighbour's load, a
+test on the other CI worker) then reaches every side, and a step in it shows as a spread of at
+least one side's repetitions, which the verdict widens its interval by. Counted one side after
+the other, a count that depends on timing can differ between the sides while each side's own
+repetitions agree: an unchanged nginx without an upstream keep-alive pool counted 15.0 and 14.8
+system calls per request (``readv``: a response that arrives in one piece or two), each side's
+two repetitions within 0.5%, and its gate went red (CI, 2026-12-07).
+
 Start-up and exit cancel only when both runs counted the same processes (valgrind writes one
 file a process: nginx's master and workers, HAProxy's master and worker). A repetition whose
 two runs counted different numbers of processes is counted again (at most
@@ -34,7 +44,7 @@ two runs counted different numbers of processes is counted again (at most
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
@@ -172,6 +182,22 @@ def at_address(url: str, address: str) -> str:
     return urlunsplit(parts._replace(netloc=address))
 
 
+@dataclass(frozen=True)
+class CountedSide:
+    """One side of a counting pass: the node ``counter`` clones, reached by the driver's ``run``
+    at ``url`` with the test's request ``shape``; ``label`` names it in the progress lines."""
+
+    counter: CountingNode
+    run: Callable[[str, LoadShape], RoundResult]
+    url: str
+    shape: LoadShape
+    label: str = ""
+
+
+#: What a side's counting pass gave: tool -> cost, and tool -> why it could not count.
+SideCounts = tuple[dict[str, CountedCost], dict[str, str]]
+
+
 def run_counting_pass(
     counter: CountingNode,
     tools: Iterable[str],
@@ -204,46 +230,58 @@ def count_tools(
     progress: Callable[[str], None] = lambda _: None,
     parallel: bool = False,
     clock: Clock = DEFAULT_CLOCK,
-) -> tuple[dict[str, CountedCost], dict[str, str]]:
-    """(tool -> marginal cost per request, tool -> why it could not count) of ``counter``'s node.
+) -> SideCounts:
+    """(tool -> marginal cost per request, tool -> why it could not count) of ``counter``'s node:
+    :func:`count_sides` of one side."""
+    return count_sides([CountedSide(counter, run, url, shape)], tools, plan, progress, parallel, clock)[0]
 
-    Each tool counts on its own: one that cannot count (a clone that dies under valgrind, a
-    count below any request's work) leaves the other's counts standing, and its reason names
-    only itself. With ``parallel`` each tool's repetitions run in a thread of their own, beside
-    the other tool's (each run has a clone and a connection of its own): the pass takes as long
-    as its slower tool instead of both, and its counts spread as they do alone
+
+def count_sides(
+    sides: Sequence[CountedSide],
+    tools: Iterable[str],
+    plan: Optional[CountingPlan] = None,
+    progress: Callable[[str], None] = lambda _: None,
+    parallel: bool = False,
+    clock: Clock = DEFAULT_CLOCK,
+) -> list[SideCounts]:
+    """Each side's (tool -> marginal cost per request, tool -> why it could not count).
+
+    Each tool counts on its own, its repetitions taking the sides in turn (A B B A ...: see the
+    module's docstring): one that cannot count (a clone that dies under valgrind, a count below
+    any request's work) leaves the other tool's counts and the other sides' standing, and its
+    reason names only itself. With ``parallel`` each tool's repetitions run in a thread of their
+    own, beside the other tool's (each run has a clone and a connection of its own): the pass
+    takes as long as its slower tool instead of both, and its counts spread as they do alone
     (benchmarks/counting_gate_power.py --both-tools). With ``plan.stacks`` the instructions
-    get their call stacks from one profiling pair of runs (:func:`with_stacks`): with
+    get their call stacks from one profiling pair of runs a side (:func:`with_stacks`): with
     ``parallel``, beside the tools' counts, which then run one after the other (a pass that
     profiles takes about as long as the counts alone, not the counts and the profile); else
     after them.
     """
     plan = plan or CountingPlan()
     tools = list(tools)
-    profile = (
-        _ToolCount(counter, STACKS, run, url, shape, replace(plan, repetitions=1), clock)
+    profiles = (
+        [_ToolCount(side, STACKS, replace(plan, repetitions=1), clock) for side in sides]
         if plan.stacks and INSTRUCTIONS in tools
-        else None
+        else []
     )
 
-    def count(tool: str) -> CountedCost | str:
-        try:
-            cost = marginal(counter.node, _ToolCount(counter, tool, run, url, shape, plan, clock).repetitions(progress))
-        except NetperfError as exc:  # too few answers, the clone (CountingError, its image) or the driver
-            return str(exc)
-        return implausible(cost) or cost
+    def count(tool: str) -> list[CountedCost | str]:
+        return _in_turn([_ToolCount(side, tool, plan, clock) for side in sides], progress)
 
-    def profiled() -> dict[str, float] | str:
-        """The call stacks per request of the profiling pair, or why there are none."""
-        assert profile is not None
-        try:
-            return dict(marginal(counter.node, profile.repetitions(progress)).stacks)
-        except NetperfError as exc:
-            return str(exc)
+    def profiled() -> list[dict[str, float] | str]:
+        """Each side's call stacks per request from its profiling pair, or why there are none."""
+        found: list[dict[str, float] | str] = []
+        for profile in profiles:
+            try:
+                found.append(dict(marginal(profile.side.counter.node, profile.repetitions(progress)).stacks))
+            except NetperfError as exc:
+                found.append(str(exc))
+        return found
 
-    stacks: Optional[dict[str, float] | str] = None
-    if parallel and profile is not None:
-        # the profile beside the tools' counts, one after the other: system calls under strace
+    stacks: list[dict[str, float] | str] = []
+    if parallel and profiles:
+        # the profiles beside the tools' counts, one after the other: system calls under strace
         # beside two valgrind runs on two cores spread wider between repetitions (median 0.35%
         # against 0.16% beside one, six passes each); instructions did not
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="netperf-cost") as pool:
@@ -256,13 +294,47 @@ def count_tools(
             results = {tool: future.result() for tool, future in counting.items()}
     else:
         results = {tool: count(tool) for tool in tools}
-        if profile is not None and isinstance(results.get(INSTRUCTIONS), CountedCost):
+        if profiles and any(isinstance(r, CountedCost) for r in results.get(INSTRUCTIONS, [])):
             stacks = profiled()
-    costs = {tool: r for tool, r in results.items() if isinstance(r, CountedCost)}
-    errors = {tool: r for tool, r in results.items() if isinstance(r, str)}
-    if INSTRUCTIONS in costs and stacks is not None:
-        costs[INSTRUCTIONS] = with_stacks(costs[INSTRUCTIONS], stacks, progress)
-    return costs, errors
+    counted: list[SideCounts] = []
+    for index in range(len(sides)):
+        of_side = {tool: found[index] for tool, found in results.items()}
+        costs = {tool: r for tool, r in of_side.items() if isinstance(r, CountedCost)}
+        errors = {tool: r for tool, r in of_side.items() if isinstance(r, str)}
+        if INSTRUCTIONS in costs and stacks:
+            costs[INSTRUCTIONS] = with_stacks(costs[INSTRUCTIONS], stacks[index], progress)
+        counted.append((costs, errors))
+    return counted
+
+
+def _in_turn(counts: Sequence[_ToolCount], progress: Callable[[str], None]) -> list[CountedCost | str]:
+    """One tool's cost of each side, or why it could not count: repetition by repetition, the
+    sides in turn, in order on even repetitions and reversed on odd ones (A B B A A B ...). A side
+    whose run failed is counted no more; the others go on."""
+    pairs: list[list[tuple[CountedRun, CountedRun]]] = [[] for _ in counts]
+    failed: dict[int, str] = {}
+    repetitions = counts[0].plan.repetitions if counts else 0
+    for repetition in range(repetitions):
+        order = range(len(counts)) if repetition % 2 == 0 else reversed(range(len(counts)))
+        for index in order:
+            if index in failed:
+                continue
+            try:  # too few answers, the clone (CountingError, its image) or the driver
+                pairs[index].append(counts[index].repetition(repetition, progress))
+            except NetperfError as exc:
+                failed[index] = str(exc)
+    found: list[CountedCost | str] = []
+    for index, count in enumerate(counts):
+        if index in failed:
+            found.append(failed[index])
+            continue
+        try:
+            cost = marginal(count.side.counter.node, pairs[index])
+        except NetperfError as exc:
+            found.append(str(exc))
+            continue
+        found.append(implausible(cost) or cost)
+    return found
 
 
 def with_stacks(
@@ -278,30 +350,30 @@ def with_stacks(
 
 @dataclass(frozen=True)
 class _ToolCount:
-    """The counted runs of one tool on ``counter``'s node; ``run(url, shape)`` is the driver."""
+    """The counted runs of one tool on ``side``'s node."""
 
-    counter: CountingNode
+    side: CountedSide
     tool: str
-    run: Callable[[str, LoadShape], RoundResult]
-    url: str
-    shape: LoadShape
     plan: CountingPlan
     clock: Clock
 
     def repetitions(self, progress: Callable[[str], None]) -> list[tuple[CountedRun, CountedRun]]:
         """The (smaller, larger) counted runs of every repetition."""
-        pairs = []
-        for repetition in range(self.plan.repetitions):
-            name = f"counting pass {self.counter.node} {self.tool} repetition {repetition + 1}/{self.plan.repetitions}"
+        return [self.repetition(index, progress) for index in range(self.plan.repetitions)]
+
+    def repetition(self, index: int, progress: Callable[[str], None]) -> tuple[CountedRun, CountedRun]:
+        """The (smaller, larger) counted runs of repetition ``index``, counted again while they
+        counted different numbers of processes (at most :data:`PROCESS_REDOS` times)."""
+        side = f"{self.side.counter.node} ({self.side.label})" if self.side.label else self.side.counter.node
+        name = f"counting pass {side} {self.tool} repetition {index + 1}/{self.plan.repetitions}"
+        low, high = self.pair()
+        for _ in range(PROCESS_REDOS):
+            if low.processes == high.processes:
+                break
+            progress(f"{name}: its runs counted {low.processes} and {high.processes} processes; counted again")
             low, high = self.pair()
-            for _ in range(PROCESS_REDOS):
-                if low.processes == high.processes:
-                    break
-                progress(f"{name}: its runs counted {low.processes} and {high.processes} processes; counted again")
-                low, high = self.pair()
-            pairs.append((low, high))
-            progress(f"{name}: {low.seconds + high.seconds:.1f}s, {_processes(low, high)}")
-        return pairs
+        progress(f"{name}: {low.seconds + high.seconds:.1f}s, {_processes(low, high)}")
+        return low, high
 
     def pair(self) -> tuple[CountedRun, CountedRun]:
         """The (smaller, larger) counted runs of one repetition, living equally long.
@@ -330,17 +402,18 @@ class _ToolCount:
         The larger count goes as fast as the server answers; the smaller one is paced over what its
         own idle wait left of ``life``. Given a ``life``, the stop waits until it is over."""
         plan, clock = self.plan, self.clock
-        with self.counter.clone(self.tool, plan.time_limit_s) as clone:
+        side = self.side
+        with side.counter.clone(self.tool, plan.time_limit_s) as clone:
             rate = None
             if life is not None and requests < plan.high:
                 window = life - (clock.now() - clone.ready_at)
                 rate = requests / window if window > MIN_PACED_S else None
-            result = self.run(
-                at_address(self.url, clone.address), exact_shape(self.shape, requests, plan.time_limit_s, rate)
+            result = side.run(
+                at_address(side.url, clone.address), exact_shape(side.shape, requests, plan.time_limit_s, rate)
             )
             answered = int(result.ok)
             if answered != requests:
-                raise CountingPassError(_short_answer(self.counter.node, self.tool, answered, requests, result, plan))
+                raise CountingPassError(_short_answer(side.counter.node, self.tool, answered, requests, result, plan))
             if life is not None:
                 left = clone.ready_at + life - clock.now()
                 if left > 0:
@@ -351,12 +424,10 @@ class _ToolCount:
 
 
 def _processes(low: CountedRun, high: CountedRun) -> str:
-    """``2 processes`` or, where the runs differ, ``1 and 2 processes``."""
-    return (
-        f"{low.processes} processes"
-        if low.processes == high.processes
-        else f"{low.processes} and {high.processes} processes"
-    )
+    """``2 processes`` (``1 process``) or, where the runs differ, ``1 and 2 processes``."""
+    if low.processes == high.processes:
+        return f"{low.processes} process{'' if low.processes == 1 else 'es'}"
+    return f"{low.processes} and {high.processes} processes"
 
 
 def _short_answer(node: str, tool: str, answered: int, requests: int, result: RoundResult, plan: CountingPlan) -> str:

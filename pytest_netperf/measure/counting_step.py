@@ -1,10 +1,11 @@
 """The gate's cost step: count what each judged series' entry node does per request, then judge
 the counted budgets on the repetitions.
 
-It runs after the timed rounds of a measurement. Each series a counted budget judges
-gets one counting pass (:func:`~pytest_netperf.measure.counting_pass.run_counting_pass`) with the tools
-its budgets need; a pass that cannot count leaves its reason on the series, and the budgets
-that needed it end INVALID with that reason.
+It runs after the timed rounds of a measurement. Every series a counted budget judges is
+counted with the tools its budgets need, the series of a comparison in one pass, their
+repetitions in turn (:func:`~pytest_netperf.measure.counting_pass.count_sides`); a pass that
+cannot count leaves its reason on the series, and the budgets that needed it end INVALID with
+that reason.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Callable, Optional, Sequence
 
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
-from pytest_netperf.measure.counting_pass import CountingPlan, count_tools, counting_problem
+from pytest_netperf.measure.counting_pass import CountedSide, CountingPlan, count_sides, counting_problem
 from pytest_netperf.measure.model import BaselineLookup, CountedLookup, Measurement, Series
 from pytest_netperf.results.counted import INSTRUCTIONS, counting_tool, parts_changed
 from pytest_netperf.runtime.resources import usable_cores
@@ -71,8 +72,13 @@ class CountingStep:
 
     def run(self, m: Measurement) -> None:
         """Count every judged series, then judge the counted budgets into ``m.verdicts``."""
+        by_tools: dict[tuple[str, ...], list[Series]] = {}
         for series, tools in self.tools_by_series(m).values():
-            self._count(m, series, sorted(tools))
+            series.counting_error = counting_problem(series.url, series.counter, series.driver)
+            if not series.counting_error and series.counter is not None and series.driver_instance is not None:
+                by_tools.setdefault(tuple(sorted(tools)), []).append(series)
+        for needed, group in by_tools.items():
+            self._count(m, group, list(needed))
         for b in self.budgets:
             if not m.applies(b) or m.data_problem(b):
                 continue  # INVALID: decided with the outcomes
@@ -85,25 +91,26 @@ class CountingStep:
                 b, candidate, against if b.form == "ratio" else None, floor=floor, parts=parts
             )
 
-    def _count(self, m: Measurement, series: Series, tools: list[str]) -> None:
-        series.counting_error = counting_problem(series.url, series.counter, series.driver)
-        if series.counting_error or series.counter is None or series.driver_instance is None:
-            return
-        self._progress(f"{self.test_id} [{m.key}] {series.label}: counting pass ({', '.join(tools)})")
+    def _count(self, m: Measurement, group: list[Series], tools: list[str]) -> None:
+        """One counting pass over the series of ``group`` (each can be counted), their
+        repetitions in turn, so a change of the machine during the pass reaches all of them."""
+        labels = ", ".join(series.label for series in group)
+        turns = ", their repetitions in turn" if len(group) > 1 else ""
+        self._progress(f"{self.test_id} [{m.key}] {labels}: counting pass ({', '.join(tools)}){turns}")
         plan = self.plan if self.pictured(m) else replace(self.plan, stacks=False)
-        counted, errors = count_tools(
-            series.counter,
-            tools,
-            series.driver_instance.run,
-            series.url,
-            series.shape,
-            plan,
-            self._progress,
-            parallel=len(usable_cores()) > 1,
-        )
-        series.counting_errors.update(errors)
-        for cost in counted.values():
-            series.counted.setdefault(cost.tool, {})[cost.node] = cost
+        sides = [_side(series) for series in group]
+        counted = count_sides(sides, tools, plan, self._progress, parallel=len(usable_cores()) > 1)
+        for series, (costs, errors) in zip(group, counted, strict=True):
+            series.counting_errors.update(errors)
+            for cost in costs.values():
+                series.counted.setdefault(cost.tool, {})[cost.node] = cost
+
+
+def _side(series: Series) -> CountedSide:
+    """``series`` as a side of a counting pass (it has a counter and a driver)."""
+    assert series.counter is not None
+    assert series.driver_instance is not None
+    return CountedSide(series.counter, series.driver_instance.run, series.url, series.shape, series.label)
 
 
 def _parts_changed(
