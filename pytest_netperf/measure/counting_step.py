@@ -13,13 +13,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Callable, Optional, Sequence
 
+from pytest_netperf import defaults
 from pytest_netperf.budget import metrics
 from pytest_netperf.budget.grammar import Budget
 from pytest_netperf.measure.counting_pass import CountedSide, CountingPlan, count_sides, counting_problem
 from pytest_netperf.measure.model import BaselineLookup, CountedLookup, Measurement, Series
 from pytest_netperf.results.counted import INSTRUCTIONS, counting_tool, parts_changed
 from pytest_netperf.runtime.resources import usable_cores
-from pytest_netperf.verdict.counted import evaluate_repetitions
+from pytest_netperf.verdict.counted import evaluate_repetitions, needs_confirmation
 
 
 class CountingStep:
@@ -71,14 +72,43 @@ class CountingStep:
                 series.counter.prepare()
 
     def run(self, m: Measurement) -> None:
-        """Count every judged series, then judge the counted budgets into ``m.verdicts``."""
+        """Count every judged series, then judge the counted budgets into ``m.verdicts``; a ratio
+        that fails by little more than its counts' spread is counted again and judged on those
+        counts (:func:`~pytest_netperf.verdict.counted.needs_confirmation`)."""
         by_tools: dict[tuple[str, ...], list[Series]] = {}
         for series, tools in self.tools_by_series(m).values():
             series.counting_error = counting_problem(series.url, series.counter, series.driver)
             if not series.counting_error and series.counter is not None and series.driver_instance is not None:
                 by_tools.setdefault(tuple(sorted(tools)), []).append(series)
+        plan = self.plan if self.pictured(m) else replace(self.plan, stacks=False)
         for needed, group in by_tools.items():
-            self._count(m, group, list(needed))
+            self._count(m, group, list(needed), plan)
+        self._judge(m)
+        confirming = self._to_confirm(m)
+        if not confirming:
+            return
+        again = replace(self.plan, repetitions=defaults.COUNTING_CONFIRM_REPETITIONS, stacks=False)
+        for tool, (group, budgets) in list(confirming.items()):
+            why = (
+                f"{', '.join(repr(text) for text in budgets)} failed by less than "
+                f"{defaults.COUNTED_CONFIRM_MARGIN:g} times the spread of its repetitions"
+            )
+            if not self._count(m, group, [tool], again, why):
+                del confirming[tool]
+        self._judge(m)
+        for _, budgets in confirming.values():
+            for text in budgets:
+                verdict = m.verdicts[text]
+                m.verdicts[text] = replace(
+                    verdict,
+                    note=f"{verdict.note}; counted again, {again.repetitions} repetitions each side in turn: the "
+                    f"first {self.plan.repetitions} failed the budget by less than "
+                    f"{defaults.COUNTED_CONFIRM_MARGIN:g} times their own spread (a count that depends on timing "
+                    "can agree with itself over a few repetitions)",
+                )
+
+    def _judge(self, m: Measurement) -> None:
+        """Judge every counted budget of ``m`` on the counts its series hold."""
         for b in self.budgets:
             if not m.applies(b) or m.data_problem(b):
                 continue  # INVALID: decided with the outcomes
@@ -91,19 +121,48 @@ class CountingStep:
                 b, candidate, against if b.form == "ratio" else None, floor=floor, parts=parts
             )
 
-    def _count(self, m: Measurement, group: list[Series], tools: list[str]) -> None:
+    def _to_confirm(self, m: Measurement) -> dict[str, tuple[list[Series], list[str]]]:
+        """tool -> (the series to count again, the budgets that asked): the FAILs against a series
+        of this run that cleared their budget by too little for their counts' spread. Counts that
+        already had the confirming repetitions are not counted again."""
+        if self.plan.repetitions >= defaults.COUNTING_CONFIRM_REPETITIONS:
+            return {}
+        found: dict[str, tuple[list[Series], list[str]]] = {}
+        for b in self.budgets:
+            verdict, other = m.verdicts.get(b.text), m.judged_series(b)
+            if verdict is None or other is None or not m.applies(b) or m.data_problem(b):
+                continue
+            candidate, against = m.judged_values(b, self._baseline_lookup)
+            if against is None or not needs_confirmation(verdict, candidate, against):
+                continue
+            group, budgets = found.setdefault(metrics.tool_of(b.metric), ([], []))
+            group.extend(s for s in (m.candidate, other) if all(s is not t for t in group))
+            budgets.append(b.text)
+        return found
+
+    def _count(self, m: Measurement, group: list[Series], tools: list[str], plan: CountingPlan, why: str = "") -> bool:
         """One counting pass over the series of ``group`` (each can be counted), their
-        repetitions in turn, so a change of the machine during the pass reaches all of them."""
+        repetitions in turn, so a change of the machine during the pass reaches all of them;
+        ``why``: the reason a pass counts again (its counts replace the first pass's, unless a
+        side could not count: then False)."""
         labels = ", ".join(series.label for series in group)
         turns = ", their repetitions in turn" if len(group) > 1 else ""
-        self._progress(f"{self.test_id} [{m.key}] {labels}: counting pass ({', '.join(tools)}){turns}")
-        plan = self.plan if self.pictured(m) else replace(self.plan, stacks=False)
+        again = f" again, {plan.repetitions} repetitions: {why}" if why else ""
+        self._progress(f"{self.test_id} [{m.key}] {labels}: counting pass ({', '.join(tools)}){turns}{again}")
         sides = [_side(series) for series in group]
         counted = count_sides(sides, tools, plan, self._progress, parallel=len(usable_cores()) > 1)
+        if why and any(errors for _, errors in counted):  # the first pass's counts and verdicts stand
+            failed = "; ".join(reason for _, errors in counted for reason in errors.values())
+            self._progress(f"{self.test_id} [{m.key}] {labels}: not counted again ({failed})")
+            return False
         for series, (costs, errors) in zip(group, counted, strict=True):
             series.counting_errors.update(errors)
             for cost in costs.values():
+                earlier = series.counted.get(cost.tool, {}).get(cost.node)
+                if earlier is not None and earlier.stacks and not cost.stacks:  # the first pass's picture
+                    cost = replace(cost, stacks=earlier.stacks)
                 series.counted.setdefault(cost.tool, {})[cost.node] = cost
+        return True
 
 
 def _side(series: Series) -> CountedSide:

@@ -22,10 +22,20 @@ unchanged edge, each part well under 0.05.
 A side whose own repetitions spread wider than that resolution counted work that depends
 on timing (reads that split differently, timers): a few repetitions do not bound such a
 count, so the range is widened by that side's measured spread before it is judged, and a
-difference inside the sides' own spread is undecided rather than a change. For the
-``change`` policy (README: red only when the rounds show a harmful change from no change)
-a ratio verdict's ``p_change`` is 0 when every (widened) ratio is worse than 1.0x, and 1
-otherwise: repetitions that reach no change show no change.
+difference inside the sides' own spread is undecided rather than a change.
+
+A count that depends on timing may still agree with itself over a few repetitions: were its
+values drawn at random, each side's two repetitions would fall wholly above the other side's
+one time in six (three: one time in twenty), each side's spread small. So a ratio that fails
+by less than :data:`~pytest_netperf.defaults.COUNTED_CONFIRM_MARGIN` times the larger spread
+of its sides' repetitions (:func:`needs_confirmation`) is counted again, each side
+:data:`~pytest_netperf.defaults.COUNTING_CONFIRM_REPETITIONS` times in turn, and judged on
+those counts (measure/counting_step.py): drawn at random, six fall wholly above six one time
+in 924, while a change of the request's work does not move with the draw.
+
+For the ``change`` policy (README: red only when the rounds show a harmful change from no
+change) a ratio verdict's ``p_change`` is 0 when every (widened) ratio is worse than 1.0x, and
+1 otherwise: repetitions that reach no change show no change.
 """
 
 from __future__ import annotations
@@ -130,6 +140,26 @@ def evaluate_repetitions(
         exact=True,
         p_change=p_change,
     )
+
+
+def needs_confirmation(
+    verdict: Verdict,
+    candidate: Sequence[float],
+    reference: Sequence[float],
+    margin: float = defaults.COUNTED_CONFIRM_MARGIN,
+) -> bool:
+    """Whether a FAIL of a ratio budget on these repetitions is close enough to their own spread
+    to be counted again: the interval clears the budget by less than ``margin`` times the larger
+    side's spread (a count whose repetitions all agree is not)."""
+    if verdict.status is not Status.FAIL or verdict.budget.form != "ratio":
+        return False
+    spread = max(relative_spread(candidate), relative_spread(reference))
+    if spread <= 0.0:
+        return False
+    threshold = verdict.budget.threshold
+    upper = verdict.budget.op in ("<", "<=")  # a FAIL lies wholly above an upper bound, below a lower one
+    clearance = (verdict.ci_low - threshold) if upper else (threshold - verdict.ci_high)
+    return clearance / threshold < margin * spread
 
 
 def _miss_per_request(budget: Budget, estimate: float, reference: Optional[Sequence[float]]) -> float:
