@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from pytest_netperf import defaults
 from pytest_netperf.measure.validity import BUSY_OUTSIDE_SHARE, BUSY_STEAL_SHARE
 
 
@@ -80,3 +81,12 @@ def caught(result: pytest.RunResult, row: dict) -> bool:
         f"{row}\n{result.stdout.str()[-3000:]}"
     )
     return False
+
+
+def counted_each_side(row: dict, repetitions: int) -> bool:
+    """Whether a counted row's sides were counted ``repetitions`` times each, or counted again
+    with the confirming repetitions after a first pass that failed by less than its spread."""
+    notes = " ".join(row["notes"])
+    again = defaults.COUNTING_CONFIRM_REPETITIONS
+    recounted = f"counted again, {again} repetitions" in notes and f"counted: {again} repetitions each side" in notes
+    return f"counted: {repetitions} repetitions each side" in notes or recounted

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 from docker_helpers import skip_without_compose_stack_parts, skip_without_counting_image, stack_repo
-from pytester_helpers import json_report, netperf_args
+from pytester_helpers import counted_each_side, json_report, netperf_args
 
 #: concurrent: counted verdicts (and same-run ones) on Compose stacks of its own session, no fixed host
 #: port: scripts/test runs it on two workers beside the other such tests
@@ -104,7 +104,7 @@ def assert_green(result: pytest.RunResult, by_budget: dict[str, dict], counted: 
     for budget in counted:
         row = by_budget[budget]
         assert row["verdict"] in GREEN and row["reference"] == "base", row
-        assert "counted: 2 repetitions each side" in " ".join(row["notes"]), row["notes"]
+        assert counted_each_side(row, 2), row["notes"]
         notes = " ".join(row["notes"])
         if "depend on timing" not in notes:
             assert 0.97 < row["raw"]["estimate"] < 1.03, row

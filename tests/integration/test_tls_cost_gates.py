@@ -35,7 +35,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 from docker_helpers import skip_without_compose_stack_parts, skip_without_counting_image, stack_repo
-from pytester_helpers import json_report, netperf_args
+from pytester_helpers import counted_each_side, json_report, netperf_args
 
 #: Not `concurrent`: beside another counted test, with two repetitions of each count, the unchanged
 #: edge's keep-alive system calls read 8.1 against 8.0 per request, each side's repetitions within
@@ -167,7 +167,7 @@ def test_unchanged_tls_edge_is_green_within_one_percent(pytester: pytest.Pyteste
     for load in ("keepalive", "resumed", "full"):
         instructions = rows[(load, INSTRUCTIONS)]
         assert instructions["reference"] == "base", instructions
-        assert "counted: 3 repetitions each side" in notes(instructions), instructions["notes"]
+        assert counted_each_side(instructions, 3), instructions["notes"]
         assert 0.99 < instructions["raw"]["estimate"] < 1.01, instructions
         if load == "keepalive" and instructions["verdict"] == "INCONCLUSIVE":
             # ~36,600 instructions a request: nginx's once-a-second time formatting (periodic work)
