@@ -53,15 +53,16 @@ class _Driver:
         return make_round(rps=int(shape.extra["requests"]) / 5, url=url)
 
 
-def _gate(candidate: list[float], base: list[float]) -> tuple[Measurement, _Server, _Server]:
-    """The gate's cost step on two repetitions a side, then what a recount draws."""
+def _gate(candidate: list[float], base: list[float], repetitions: int = 2) -> tuple[Measurement, _Server, _Server]:
+    """The gate's cost step on ``repetitions`` a side, then what a recount draws."""
     servers = _Server(candidate), _Server(base)
     head, twin = (
         Series(label, "http://172.18.0.3:80/", "proxy", "rust", LoadShape(), driver_instance=_Driver(), counter=server)  # type: ignore[arg-type]
         for label, server in zip(("candidate", "base"), servers, strict=True)
     )
     m = Measurement("default", head, base=twin)
-    CountingStep("t.py::test_proxy", [parse_budget(BUDGET)], CountingPlan(200, 1000, 2, 60.0), lambda _: None).run(m)
+    plan = CountingPlan(200, 1000, repetitions, 60.0)
+    CountingStep("t.py::test_proxy", [parse_budget(BUDGET)], plan, lambda _: None).run(m)
     return m, *servers
 
 
@@ -81,9 +82,17 @@ def test_a_thin_fail_of_a_count_that_moves_is_counted_again_and_judged_on_the_re
 
 
 def test_a_fail_far_beyond_its_spread_is_not_counted_again() -> None:
-    m, candidate, _ = _gate([16.0, 16.02], [15.0, 15.0])  # an extra call in two of three requests
-    assert m.verdicts[BUDGET].status is Status.FAIL and candidate.runs == 4
+    m, candidate, _ = _gate([16.0, 16.02, 16.01], [15.0, 15.0, 15.01], repetitions=3)  # one call more in most
+    assert m.verdicts[BUDGET].status is Status.FAIL and candidate.runs == 6
     assert "counted again" not in m.verdicts[BUDGET].note
+
+
+def test_on_two_repetitions_a_fail_of_a_count_that_moved_is_always_counted_again() -> None:
+    m, candidate, _ = _gate([16.0, 16.02] + [16.0, 16.01] * 3, [15.0, 15.01] * 4)
+    assert m.verdicts[BUDGET].status is Status.FAIL and candidate.runs == 16
+    assert "counted again" in m.verdicts[BUDGET].note
+    m, candidate, _ = _gate([16.0, 16.0], [15.0, 15.0])  # nothing moved: nothing to draw again
+    assert m.verdicts[BUDGET].status is Status.FAIL and candidate.runs == 4
 
 
 def test_a_change_that_holds_on_the_recount_stays_red() -> None:
@@ -101,6 +110,8 @@ def test_which_fails_are_close_enough_to_their_spread_to_count_again() -> None:
         return needs_confirmation(evaluate_repetitions(budget, candidate, base, floor=0.05), candidate, base)
 
     assert asks([15.0, 15.02], [14.8, 14.87])
+    assert asks([15.0, 15.02, 15.01], [14.8, 14.87, 14.85])  # 0.8% clear, spread 0.5%
+    assert not asks([15.0, 15.02, 15.01], [14.0, 14.07, 14.05])  # 6.6% clear
     assert not asks([15.0, 15.0], [14.8, 14.8])  # every repetition agreed: nothing moved to draw again
     assert not asks([14.8, 14.87], [15.0, 15.02])  # a PASS
     # nginx's add_header under valgrind: 1.0099x against a budget of 1.005x, repetitions 0.01% apart
