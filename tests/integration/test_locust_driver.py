@@ -119,15 +119,58 @@ def test_paced_round_holds_the_rate(echo_url: str) -> None:
     assert any("approximate open loop" in note for note in result.config["notes"])
 
 
+#: Poisson rounds the test judges, and the most it measures to find them.
+POISSON_ROUNDS, POISSON_ATTEMPTS = 4, 12
+
+
+def _starved_by_the_machine(driver: LocustDriver, result: RoundResult) -> Optional[str]:
+    """Why ``result``'s Locust process was held off the CPU by something else, or None.
+
+    Its event loop woke a sleeping greenlet later than the driver's lag bound at least once
+    (``config["loop_lag_max_ns"]``; a single stall is below the P99 the driver judges) while
+    its own CPU was not the limit: the round's starts then waited for the machine, not for
+    the driver, and the shortfall (or the backlog sent after the window opened) is as long
+    as the stall, 5 starts for 50 ms at 100/s."""
+    if "client_cpu" in result.client.saturation_kinds:
+        return None  # the driver's own CPU: judged, never excused
+    stalls = [float(ns) for ns in result.config["loop_lag_max_ns"] if ns is not None]
+    worst = max(stalls, default=0.0)
+    if worst <= driver.max_loop_lag_ms * 1e6:
+        return None
+    return f"event loop held {worst / 1e6:.0f} ms ({'; '.join(result.client.saturation_reasons) or 'not saturated'})"
+
+
 def test_poisson_rounds_keep_up_with_the_starts_they_drew(echo_url: str) -> None:
     """At 100/s over 1 s a Poisson schedule draws 94 starts or fewer one time in three; CI
-    saw such rounds called a saturated driver when they were judged against 100."""
+    saw such rounds called a saturated driver when they were judged against 100.
+
+    Judged against the starts drawn, a client that keeps up ends within one iteration per
+    user of them (an iteration begun before the window and ended in it, one begun in it and
+    not ended): about +-1 at 100/s with 4 users, so 5% (3.5 starts at the fewest draws, 70)
+    holds.  A round whose client the machine starved (a neighbour held the CPU: 20-130 ms
+    loop stalls beside a busy neighbour with loopback traffic on 2 cores) is measured again,
+    as the gate measures a saturated round again; a client starved in too many rounds, or
+    one that falls behind while its loop kept time, fails."""
     driver = LocustDriver()
     shape = LoadShape(connections=4, rate=100.0, warmup_s=0.3, duration_s=1.0, arrival="poisson")
-    for _ in range(4):
+    judged: list[RoundResult] = []
+    starved: list[str] = []
+    for _ in range(POISSON_ATTEMPTS):
         result = driver.run(f"{echo_url}/", shape)
+        reason = _starved_by_the_machine(driver, result)
+        if reason is not None:
+            starved.append(reason)
+            continue
         assert not result.client.saturated, result.client.saturation_reasons
         assert result.client.achieved_ratio == pytest.approx(1.0, abs=0.05)
+        judged.append(result)
+        if len(judged) == POISSON_ROUNDS:
+            return
+    pytest.fail(
+        f"the Locust client's event loop was held past its bound in {len(starved)} of {POISSON_ATTEMPTS} "
+        f"rounds, {len(judged)} judged (a starving machine, or a driver that blocks its own loop): "
+        + " | ".join(starved)
+    )
 
 
 def test_master_with_two_workers_merges_both(echo_url: str) -> None:

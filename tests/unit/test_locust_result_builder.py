@@ -171,12 +171,14 @@ def test_event_loop_lag_above_the_bound_saturates() -> None:
     late, punctual = _part("w1", [0.2] * 10, iterations=100), _part("w2", [0.2] * 10, iterations=100)
     late["process"]["loop_lag_p99_ns"] = 12_500_000.0
     punctual["process"]["loop_lag_p99_ns"] = 5_300_000.0  # a busy 2-core machine at a moderate rate
+    punctual["process"]["loop_lag_max_ns"] = 48_000_000.0  # one stall: under the P99, in the config
     result = build_round_result(_document([late, punctual], rate=100.0), _context(rate=100.0), "x")
     assert result.client.saturation_reasons == [
         "event loop lag p99 12500 us in locust worker pid 4242 on loadgen above bound 10000 us"
         " (responses wait for the client)"
     ]
     assert result.config["loop_lag_p99_ns"] == [12_500_000.0, 5_300_000.0]
+    assert result.config["loop_lag_max_ns"] == [None, 48_000_000.0]
     assert not build_round_result(_document([punctual]), _context(), "x").client.saturated
 
 

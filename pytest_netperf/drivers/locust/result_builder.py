@@ -248,6 +248,9 @@ def build_round_result(document: Mapping[str, Any], context: RunContext, driver_
         "hosts": sorted({str(process["host"]) for process in processes}),
         "requests_per_process": [int(p.get("requests", 0)) for p in processes if p["role"] != "master"],
         "loop_lag_p99_ns": [p.get("loop_lag_p99_ns") for p in processes if p["role"] != "master"],
+        # the longest the loop was held: one stall of a starved client that a P99 over the
+        # window's ~200 probes does not show (a 50 ms stall at an edge leaves 5 starts unsent)
+        "loop_lag_max_ns": [p.get("loop_lag_max_ns") for p in processes if p["role"] != "master"],
         "workers_served": worker_records(document) if document["workers_expected"] else [],
         "notes": list(context.notes),
         **dict(context.request),
