@@ -125,10 +125,11 @@ COUNTING_TIME_LIMIT_S = 300.0
 #: smaller change (an occasional timer call in a run moves system calls per request by 0.2%).
 COUNTED_RESOLUTION = 0.01
 #: A counted ratio that fails by less than this many times the spread of its sides'
-#: repetitions (by any amount, on two repetitions a side) is counted again, each side
-#: COUNTING_CONFIRM_REPETITIONS times, and judged on those counts: a count that depends on
-#: timing (reads that split differently) puts two repetitions of an unchanged side's twin
-#: wholly above the other side's two one time in six, and three one time in twenty
+#: repetitions (COUNTED_CONFIRM_MARGIN_TWO times on two repetitions a side) is counted again,
+#: each side COUNTING_CONFIRM_REPETITIONS times, and judged on those counts: a count that
+#: depends on timing (reads that split differently) puts two repetitions of an unchanged side's
+#: twin wholly above the other side's two one time in six, and three one time in twenty
 #: (verdict/counted.py).
 COUNTED_CONFIRM_MARGIN = 3.0
+COUNTED_CONFIRM_MARGIN_TWO = 12.0
 COUNTING_CONFIRM_REPETITIONS = 6

@@ -28,8 +28,8 @@ A count that depends on timing may still agree with itself over a few repetition
 values drawn at random, each side's two repetitions would fall wholly above the other side's
 one time in six (three: one time in twenty), each side's spread small. So a ratio that fails
 by less than :data:`~pytest_netperf.defaults.COUNTED_CONFIRM_MARGIN` times the larger spread
-of its sides' repetitions, or by any amount on two repetitions a side that moved
-(:func:`needs_confirmation`), is counted again, each side
+of its sides' repetitions (:data:`~pytest_netperf.defaults.COUNTED_CONFIRM_MARGIN_TWO` times on
+two repetitions a side: :func:`needs_confirmation`) is counted again, each side
 :data:`~pytest_netperf.defaults.COUNTING_CONFIRM_REPETITIONS` times in turn, and judged on
 those counts (measure/counting_step.py): drawn at random, six fall wholly above six one time
 in 924, while a change of the request's work does not move with the draw.
@@ -143,24 +143,21 @@ def evaluate_repetitions(
     )
 
 
-def needs_confirmation(
-    verdict: Verdict,
-    candidate: Sequence[float],
-    reference: Sequence[float],
-    margin: float = defaults.COUNTED_CONFIRM_MARGIN,
-) -> bool:
+def needs_confirmation(verdict: Verdict, candidate: Sequence[float], reference: Sequence[float]) -> bool:
     """Whether a FAIL of a ratio budget on these repetitions is close enough to their own spread
-    to be counted again: the interval clears the budget by less than ``margin`` times the larger
-    side's spread, or by any amount on two repetitions a side whose count moved (drawn at random,
-    two a side clear their own spread threefold one time in ninety; three a side, one in four
-    thousand). A count whose repetitions all agree is not counted again."""
+    to be counted again: the interval clears the budget by less than
+    :data:`~pytest_netperf.defaults.COUNTED_CONFIRM_MARGIN` times the larger side's spread
+    (:data:`~pytest_netperf.defaults.COUNTED_CONFIRM_MARGIN_TWO` times on two repetitions a
+    side). Drawn at random, two a side clear their own spread threefold one time in ninety and
+    twelvefold one time in a thousand; three a side clear it threefold one time in four thousand.
+    A count whose repetitions all agree is not counted again."""
     if verdict.status is not Status.FAIL or verdict.budget.form != "ratio":
         return False
     spread = max(relative_spread(candidate), relative_spread(reference))
     if spread <= 0.0:
         return False
-    if min(len(candidate), len(reference)) < 3:
-        return True
+    two = min(len(candidate), len(reference)) < 3
+    margin = defaults.COUNTED_CONFIRM_MARGIN_TWO if two else defaults.COUNTED_CONFIRM_MARGIN
     threshold = verdict.budget.threshold
     upper = verdict.budget.op in ("<", "<=")  # a FAIL lies wholly above an upper bound, below a lower one
     clearance = (verdict.ci_low - threshold) if upper else (threshold - verdict.ci_high)

@@ -87,10 +87,14 @@ def test_a_fail_far_beyond_its_spread_is_not_counted_again() -> None:
     assert "counted again" not in m.verdicts[BUDGET].note
 
 
-def test_on_two_repetitions_a_fail_of_a_count_that_moved_is_always_counted_again() -> None:
-    m, candidate, _ = _gate([16.0, 16.02] + [16.0, 16.01] * 3, [15.0, 15.01] * 4)
+def test_on_two_repetitions_a_side_a_fail_is_counted_again_further_from_its_spread() -> None:
+    """1.9% clear of the budget, 7.4 times the spread: counted again on two repetitions a side
+    (twelvefold), not on three (threefold), and red on the recount."""
+    m, candidate, _ = _gate([15.3, 15.34] + [15.3, 15.32] * 3, [15.0, 15.01] * 4)
     assert m.verdicts[BUDGET].status is Status.FAIL and candidate.runs == 16
     assert "counted again" in m.verdicts[BUDGET].note
+    m, candidate, _ = _gate([15.3, 15.34, 15.32], [15.0, 15.01, 15.005], repetitions=3)
+    assert m.verdicts[BUDGET].status is Status.FAIL and candidate.runs == 6
     m, candidate, _ = _gate([16.0, 16.0], [15.0, 15.0])  # nothing moved: nothing to draw again
     assert m.verdicts[BUDGET].status is Status.FAIL and candidate.runs == 4
 
