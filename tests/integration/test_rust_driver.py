@@ -164,7 +164,10 @@ def test_coordinated_omission_stall_shows_in_open_loop_latency_only(driver: Rust
 
 def test_open_loop_overload_of_the_client_invalidates_the_round(echo: LocalEchoServer, driver: RustDriver) -> None:
     """1M rps on one thread: the client cannot keep up, so the round is invalid and its
-    achieved_rps is no more than what the same client completes in a closed loop."""
+    achieved_rps is what it completed, near what the same client completes in a closed loop and
+    far from the rate it was asked for. Near, not below: its queue keeps every connection busy
+    without a turn of the loop between a response and the next request, and a CI run on an AMD
+    EPYC VM completed 1.19x the closed loop's better run (107,165 against 85,190 and 90,031)."""
     closed_shape = LoadShape(connections=64, threads=1, duration_s=1.0, warmup_s=0.2)
     before = driver.run(echo.url + "/", closed_shape)
     shape = LoadShape(connections=64, threads=1, rate=1_000_000, duration_s=1.0, warmup_s=0.2, timeout_s=0.5)
@@ -172,7 +175,8 @@ def test_open_loop_overload_of_the_client_invalidates_the_round(echo: LocalEchoS
     after = driver.run(echo.url + "/", closed_shape)  # before and after: this machine is shared
     assert not overloaded.valid, overloaded.client.saturation_reasons
     assert any("never left the client queue" in r for r in overloaded.client.saturation_reasons)
-    assert overloaded.achieved_rps <= 1.1 * max(before.achieved_rps, after.achieved_rps)
+    assert overloaded.achieved_rps <= 1.5 * max(before.achieved_rps, after.achieved_rps)
+    assert overloaded.achieved_rps < 250_000  # a quarter of the rate asked for
     queued_out = overloaded.errors["queue_timeout"]
     assert queued_out > 0 and overloaded.error_count >= queued_out
 
