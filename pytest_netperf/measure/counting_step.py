@@ -20,7 +20,7 @@ from pytest_netperf.measure.counting_pass import CountedSide, CountingPlan, coun
 from pytest_netperf.measure.model import BaselineLookup, CountedLookup, Measurement, Series
 from pytest_netperf.results.counted import INSTRUCTIONS, counting_tool, parts_changed
 from pytest_netperf.runtime.resources import usable_cores
-from pytest_netperf.verdict.counted import evaluate_repetitions, needs_confirmation
+from pytest_netperf.verdict.counted import confirm_margin, evaluate_repetitions, needs_confirmation
 
 
 class CountingStep:
@@ -91,7 +91,7 @@ class CountingStep:
         for tool, (group, budgets) in list(confirming.items()):
             why = (
                 f"{', '.join(repr(text) for text in budgets)} failed by less than "
-                f"{defaults.COUNTED_CONFIRM_MARGIN:g} times the spread of its repetitions"
+                f"{confirm_margin(self.plan.repetitions):g} times the spread of its repetitions"
             )
             if not self._count(m, group, [tool], again, why):
                 del confirming[tool]
@@ -103,7 +103,7 @@ class CountingStep:
                     verdict,
                     note=f"{verdict.note}; counted again, {again.repetitions} repetitions each side in turn: the "
                     f"first {self.plan.repetitions} failed the budget by less than "
-                    f"{defaults.COUNTED_CONFIRM_MARGIN:g} times their own spread (a count that depends on timing "
+                    f"{confirm_margin(self.plan.repetitions):g} times their own spread (a count that depends on timing "
                     "can agree with itself over a few repetitions)",
                 )
 

@@ -156,12 +156,17 @@ def needs_confirmation(verdict: Verdict, candidate: Sequence[float], reference: 
     spread = max(relative_spread(candidate), relative_spread(reference))
     if spread <= 0.0:
         return False
-    two = min(len(candidate), len(reference)) < 3
-    margin = defaults.COUNTED_CONFIRM_MARGIN_TWO if two else defaults.COUNTED_CONFIRM_MARGIN
+    margin = confirm_margin(min(len(candidate), len(reference)))
     threshold = verdict.budget.threshold
     upper = verdict.budget.op in ("<", "<=")  # a FAIL lies wholly above an upper bound, below a lower one
     clearance = (verdict.ci_low - threshold) if upper else (threshold - verdict.ci_high)
     return clearance / threshold < margin * spread
+
+
+def confirm_margin(repetitions: int) -> float:
+    """How many times its repetitions' spread a FAIL on ``repetitions`` a side must clear its
+    budget by not to be counted again (:func:`needs_confirmation`)."""
+    return defaults.COUNTED_CONFIRM_MARGIN_TWO if repetitions < 3 else defaults.COUNTED_CONFIRM_MARGIN
 
 
 def _miss_per_request(budget: Budget, estimate: float, reference: Optional[Sequence[float]]) -> float:
