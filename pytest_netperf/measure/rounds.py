@@ -270,7 +270,9 @@ class TimedRounds:
         kind = "whose two turns met different neighbours" if even_pairs else "measured while the runner was busy"
         why = f"{len(busy)} of {total} round(s) {kind} ({last})"
         if total - len(skip) - len(busy) < MIN_KEPT_ROUNDS:
-            unexplained = self._judge_unexplained_miss(m, b, skip, look, why) if even_pairs else None
+            unexplained = None
+            if even_pairs or explains_rates(b, m.judged_series(b) is not None):
+                unexplained = self._judge_unexplained_miss(m, b, skip, look, why, in_turns=even_pairs)
             return unexplained or undecided_on_this_runner(b, why, self.settings.confidence, measured=measured)
         verdict = self._judge(m, b, skip | set(busy), *look)
         rest = "alike-contended rounds" if even_pairs else "quiet rounds"
@@ -278,14 +280,23 @@ class TimedRounds:
         return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
 
     def _judge_unexplained_miss(
-        self, m: Measurement, b: Budget, skip: set[int], look: tuple[int, int, Optional[int]], why: str
+        self,
+        m: Measurement,
+        b: Budget,
+        skip: set[int],
+        look: tuple[int, int, Optional[int]],
+        why: str,
+        in_turns: bool = True,
     ) -> Optional[stats.Verdict]:
-        """A rate floor against a side measured in turns, left with too few alike-contended pairs:
-        its FAIL over every pair when the miss stays with each of the change's turns given the
-        cores that other processes and steal took from it (:func:`validity.scaled_up`) and the
-        other side's turns as measured, the most the runner can explain in the change's favour
-        (a turn of the other side that met the neighbour only measured it lower). None when
-        that does not FAIL: the budget stays undecided on this runner."""
+        """A rate floor left with too few rounds to judge on: against a side measured in turns
+        (``in_turns``), too few alike-contended pairs; with no side of this run (absolute, or
+        against a stored baseline), no quiet round. Its FAIL over every round when the miss
+        stays with each of the change's rounds given the cores that other processes and steal
+        took from it (:func:`validity.scaled_up`; with no side of this run, the larger of that
+        and what others wanted while the test sent no load, :func:`validity.given_back`), the
+        most the runner can explain in the change's favour (a turn of the other side that met
+        the neighbour only measured it lower). None when that does not FAIL: the budget stays
+        undecided on this runner."""
         if b.op not in (">=", ">"):
             return None
         known = _candidate_taken(m, skip)
@@ -293,14 +304,16 @@ class TimedRounds:
         if not known or verdict.status is not Status.FAIL:
             return None
         candidate, against = m.judged_values(b, self._baseline_lookup, skip=skip)
-        adjusted = scaled_up(candidate, known)
+        adjusted = None if in_turns else given_back(candidate, known, outside_when_idle())
+        adjusted = adjusted or scaled_up(candidate, known)
         if adjusted is None:
             return None
         again = self._evaluate(m, b, adjusted, against, *look)
         if again.status is not Status.FAIL:
             return None
+        where = "in the change's turns" if in_turns else f"during its {len(known)} round(s)"
         figure = f"given back, {b.metric} would measure {b.format_value(again.estimate)}"
-        note = f"{why} kept: {taken_text(known)} in the change's turns; {figure}: the runner does not explain the miss"
+        note = f"{why} kept: {taken_text(known)} {where}; {figure}: the runner does not explain the miss"
         return replace(verdict, note=f"{verdict.note}; {note}" if verdict.note else note)
 
     def _judge_given_back(
