@@ -227,9 +227,16 @@ class TimedRounds:
             busy = {i: why for i, why in m.uneven_rounds(other).items() if i not in skip}
         else:
             busy = {i: why for i, why in m.busy_rounds(also=None if together else other).items() if i not in skip}
+        every_round_busy = False  # then the quiet-round step gave the taken cores back itself
         if busy and contention_matters(b, other is not None, together):
+            every_round_busy = len(m.candidate.rounds) - len(skip) - len(busy) < MIN_KEPT_ROUNDS
             verdict = self._judge_quiet_rounds(m, b, skip, busy, look, even_pairs, measured=verdict)
-        if verdict.status is not Status.PASS and not verdict.excused and explains_rates(b, other is not None):
+        if (
+            verdict.status is not Status.PASS
+            and not verdict.excused
+            and not every_round_busy
+            and explains_rates(b, other is not None)
+        ):
             verdict = self._judge_given_back(m, b, skip, verdict, look)
         # as a machine of the baseline's speed, then of the budgets' machine's, would have
         # measured it, at most (measure/speed_excuse.py)
