@@ -229,7 +229,7 @@ class TimedRounds:
             busy = {i: why for i, why in m.busy_rounds(also=None if together else other).items() if i not in skip}
         every_round_busy = False  # then the quiet-round step gave the taken cores back itself
         if busy and contention_matters(b, other is not None, together):
-            every_round_busy = len(m.candidate.rounds) - len(skip) - len(busy) < MIN_KEPT_ROUNDS
+            every_round_busy = _too_few_quiet(m, skip, busy)
             verdict = self._judge_quiet_rounds(m, b, skip, busy, look, even_pairs, measured=verdict)
         if (
             verdict.status is not Status.PASS
@@ -271,12 +271,14 @@ class TimedRounds:
         rate against a side measured in turns, ``even_pairs``: without the pairs of rounds
         whose turns met different neighbours): the rounds left decide, and with fewer than
         :data:`MIN_KEPT_ROUNDS` of them it is undecided on this runner (never a FAIL the
-        neighbours may have caused), showing ``measured``, its verdict on every round."""
+        neighbours may have caused: a rate floor FAILs only where the cores they took, given
+        back, cannot explain the miss, :meth:`_judge_unexplained_miss`), showing ``measured``,
+        its verdict on every round."""
         total = len(m.candidate.rounds)
         last = busy[max(busy)]
         kind = "whose two turns met different neighbours" if even_pairs else "measured while the runner was busy"
         why = f"{len(busy)} of {total} round(s) {kind} ({last})"
-        if total - len(skip) - len(busy) < MIN_KEPT_ROUNDS:
+        if _too_few_quiet(m, skip, busy):
             unexplained = None
             if even_pairs or explains_rates(b, m.judged_series(b) is not None):
                 unexplained = self._judge_unexplained_miss(m, b, skip, look, why, in_turns=even_pairs)
@@ -493,6 +495,12 @@ class TimedRounds:
         return lambda: run_with_runner_state(
             lambda: run_with_costs(run, series.costs, where, self.read_costs, self._notes)
         )
+
+
+def _too_few_quiet(m: Measurement, skip: set[int], busy: dict[int, str]) -> bool:
+    """Whether fewer than :data:`MIN_KEPT_ROUNDS` of ``m``'s rounds are left once those in
+    ``skip`` and the ``busy`` ones are left out."""
+    return len(m.candidate.rounds) - len(skip) - len(busy) < MIN_KEPT_ROUNDS
 
 
 def _candidate_taken(m: Measurement, skip: set[int]) -> Optional[list[tuple[float, int]]]:
